@@ -1928,7 +1928,8 @@ export interface components {
         /**
          * @description What it does to stored rows, when the operation making it would refuse some: the rows sharing a
          *     unique index's values (`duplicates`), or the rows a schema or relation refuses (`total`, and the
-         *     first of them in `violations`).
+         *     first of them in `violations`); of a time to live, the rows it finds past their time, which it
+         *     deletes (`total`, and the first of them in `violations`, each at its field).
          */
         ChangeRows: {
             duplicates?: components["schemas"]["Duplicate"][];
@@ -2113,7 +2114,11 @@ export interface components {
             after: unknown;
             /** @description The object as it is (null for none); a secret as the variable that holds it, or `(held)`. */
             before: unknown;
-            /** @description Whether it deletes stored data (a collection's rows, a webhook's delivery log). */
+            /**
+             * @description Whether it deletes stored data: a collection's rows, a webhook's delivery log, the rows a time to
+             *     live set finds past their time already (counted in `rows`). Such a plan is applied only with
+             *     `allow_destructive`.
+             */
             destroys_data: boolean;
             kind: components["schemas"]["ChangeKind"];
             /**

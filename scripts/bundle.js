@@ -29,7 +29,8 @@ const recipe = ['scripts/bundle.js', 'tsconfig.json'];
 const server = {
   name: 'rowbase',
   options: {
-    entryPoints: { rowbase: 'src/cli.ts' },
+    // The declarations' worker threads run an entry of their own, which loads only what they need (src/declarations/aside.ts).
+    entryPoints: { rowbase: 'src/cli.ts', 'declarations-worker': 'src/declarations/worker.ts' },
     platform: 'node',
     format: 'esm',
     splitting: true,
@@ -101,7 +102,8 @@ function writtenWithChunks({ outputFiles, metafile }, { prune }) {
   const { outfile } = files(server);
   const chunks = outputFiles.filter((file) => file.path !== outfile);
   for (const chunk of chunks) {
-    if (existsSync(chunk.path)) continue;
+    // A chunk's name is its content's hash; another entry's (the declarations' worker's) is not: written each time.
+    if (existsSync(chunk.path) && /^rowbase-[A-Z0-9]+\.mjs$/.test(basename(chunk.path))) continue;
     writeFileSync(chunk.path + aside, chunk.contents);
     renameSync(chunk.path + aside, chunk.path);
   }

@@ -3,10 +3,10 @@
 // key's anonymous caller does, before and after, compared by api-smart-diff, which classifies each change
 // as breaking or not for the clients generated from them. Only the collections whose part of the documents
 // changes are in the documents compared (with those their relations name): the rest is the same on both sides.
-// The comparison runs in a worker thread of its own (contractDiffAside), off the thread that answers requests.
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+// The comparison runs in the declarations' worker thread (contractDiffAside, aside.ts), off the thread that answers requests.
 import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
+import { aside } from './aside.ts';
 import { canonical, type Model, type ModelCollection } from './model.ts';
 
 /** One change to a document (openapi.yaml, ContractChange). */
@@ -32,7 +32,7 @@ export interface ContractDiff {
 const MAX_LISTED = 500;
 
 /** Collections whose documents are compared at once (contractDiff). */
-const COMPARED_AT_ONCE = 10;
+const COMPARED_AT_ONCE = 100;
 
 let contracts: AccountContracts | undefined;
 
@@ -105,6 +105,94 @@ function withoutSamePaths(was: Paths, will: Paths, names: ReadonlySet<string>): 
   }
 }
 
+type Sections = Record<string, Record<string, unknown> | undefined>;
+
+/** Where each document keeps the parts a `$ref` names: OpenAPI's components (bar the security schemes, named by no `$ref`), the AsyncAPI comparable's `$defs`. */
+const sectionsOf = (kind: ContractKind, document: { components?: Sections; $defs?: Record<string, unknown> }): Sections => {
+  if (kind === 'asyncapi') return { $defs: document.$defs };
+  const { securitySchemes, ...sections } = document.components ?? {};
+  return sections;
+};
+
+/**
+ * The component a `$ref` names, as `<section>/<name>`: of OpenAPI, `#/components/<section>/<name>`; of the
+ * AsyncAPI comparable, whose `$defs` are the document's `components.schemas`, those named either way.
+ */
+function refTarget(kind: ContractKind, ref: string): string | undefined {
+  const [, section, name] = /^#\/(?:components\/)?([^/]+)\/([^/]+)$/.exec(ref) ?? [];
+  if (section === undefined || name === undefined) return undefined;
+  const unescaped = name.replaceAll('~1', '/').replaceAll('~0', '~');
+  return kind === 'asyncapi' && (section === 'schemas' || section === '$defs') ? `$defs/${unescaped}` : `${section}/${unescaped}`;
+}
+
+/** The components the `$ref`s within `value` name (refTarget), added to `into`. */
+function refsOf(kind: ContractKind, value: unknown, into: Set<string>): Set<string> {
+  if (Array.isArray(value)) for (const item of value) refsOf(kind, item, into);
+  else if (value !== null && typeof value === 'object')
+    for (const [key, item] of Object.entries(value)) {
+      const target = key === '$ref' && typeof item === 'string' ? refTarget(kind, item) : undefined;
+      if (target !== undefined) into.add(target);
+      else refsOf(kind, item, into);
+    }
+  return into;
+}
+
+/**
+ * Leaves out of both documents the components that hold no change and bear on none: those the same in
+ * each, which neither the paths left (withoutSamePaths) nor a component kept names, and which name no
+ * component that changed. What api-smart-diff reports is the same; it walks only what is left (the
+ * generic types of openapi.yaml, most of a document, took it four fifths of its time).
+ */
+function withoutSameComponents(kind: ContractKind, was: object, will: object): void {
+  const sides = [sectionsOf(kind, was), sectionsOf(kind, will)];
+  const parts = new Map<string, { section: string; name: string; values: unknown[] }>();
+  for (const [side, sections] of sides.entries()) {
+    for (const [section, entries] of Object.entries(sections)) {
+      for (const [name, value] of Object.entries(entries ?? {})) {
+        const key = `${section}/${name}`;
+        const part = parts.get(key) ?? { section, name, values: [undefined, undefined] };
+        part.values[side] = value;
+        parts.set(key, part);
+      }
+    }
+  }
+  const changed = new Set<string>();
+  const names = new Map<string, Set<string>>();
+  for (const [key, { values }] of parts) {
+    const [before, after] = values;
+    if (
+      before === undefined ||
+      after === undefined ||
+      (JSON.stringify(before) !== JSON.stringify(after) && canonical(before) !== canonical(after))
+    )
+      changed.add(key);
+    names.set(key, refsOf(kind, values, new Set()));
+  }
+  // What changed, and what names it, however indirectly: its meaning changes with it.
+  const affected = new Set(changed);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [key, named] of names) {
+      if (affected.has(key) || ![...named].some((each) => affected.has(each))) continue;
+      affected.add(key);
+      grew = true;
+    }
+  }
+  // Kept: those, what the paths name, and whatever the kept name.
+  const waiting = [...affected];
+  for (const document of [was, will]) waiting.push(...refsOf(kind, (document as Paths).paths ?? {}, new Set()));
+  const kept = new Set<string>();
+  for (let key = waiting.pop(); key !== undefined; key = waiting.pop()) {
+    if (kept.has(key)) continue;
+    kept.add(key);
+    waiting.push(...(names.get(key) ?? []));
+  }
+  for (const [key, { section, name }] of parts) {
+    if (kept.has(key)) continue;
+    for (const sections of sides) delete sections[section]?.[name];
+  }
+}
+
 /**
  * The collections whose part of the documents differs between `before` and `after`; with `only`, those of
  * `only` and the collections related to them, whose types name theirs (their expansions), not those
@@ -134,9 +222,12 @@ function touched(
 /**
  * What making the collections `current` the collections `target` does to the account's documents;
  * nothing is compared when no collection's part of them changes. The collections touched are compared
- * COMPARED_AT_ONCE at a time (each group with those related to it): api-smart-diff's time and memory grow
- * faster than the documents (a hundred collections made at once ran out of 4 GB). A change found in several
- * groups' documents (a path of every collection's) is listed once.
+ * COMPARED_AT_ONCE at a time (each group with those related to it), each document with only the parts
+ * that change or bear on a change (withoutSamePaths, withoutSameComponents): api-smart-diff's time and
+ * memory grow with what it is given (a hundred collections in whole documents ran out of 4 GB; without
+ * the parts that do not change, 0.2 GB). A change found in several groups' documents (a path of every
+ * collection's) is listed once; one that only the whole documents show (a tag's place in the list)
+ * is not seen across groups.
  */
 function contractDiff(current: Model, target: Model, documents: Record<ContractKind, string>): ContractDiff {
   const before = current.collections ?? {};
@@ -155,6 +246,7 @@ function contractDiff(current: Model, target: Model, documents: Record<ContractK
           comparable(kind, JSON.parse(served.document(kind, collections, publishable).json())),
         );
         if (kind === 'openapi') withoutSamePaths(was as Paths, will as Paths, names);
+        withoutSameComponents(kind, was, will);
         const listed = diff.documents[kind][viewer];
         for (const { type, action, path, description } of apiCompare(was, will).diffs) {
           const change = { type, action, path: pointerOf(path), ...(description ? { description } : {}) };
@@ -175,49 +267,27 @@ const noChange = (): ContractDiff => ({
   documents: { openapi: { secret: [], publishable: [] }, asyncapi: { secret: [], publishable: [] } },
 });
 
-/** What a worker of contractDiffAside() is handed, as its workerData. */
+/** What the worker is handed: the texts of the documents, and the models to compare. */
 interface DiffJob {
-  contractDiff: true;
+  documents: Record<ContractKind, string>;
   current: Model;
   target: Model;
-  documents: Record<ContractKind, string>;
 }
 
 /**
- * contractDiff() in a worker thread, started for it and ended with it: the comparison takes seconds of
- * CPU for many collections (api-smart-diff), during which the thread that answers requests would answer
- * nothing, every account's requests waiting; and its memory, hundreds of MB, is the worker's, given back
- * when it ends. The worker runs this module (the bundle's chunk that holds it), which, in a worker handed
- * a DiffJob, compares and posts the diff. A plan that changes no collection's part of the documents
- * compares nothing, and starts no worker.
+ * contractDiff() in the declarations' worker (aside.ts), which runs diffAnswer(): the comparison takes
+ * seconds of CPU for many collections (api-smart-diff), during which the thread that answers requests
+ * would answer nothing, every account's requests waiting; its memory, hundreds of MB, is the worker's,
+ * given back when it ends. A plan that changes no collection's part of the documents compares nothing.
  */
 export async function contractDiffAside(current: Model, target: Model, documents: Record<ContractKind, string>): Promise<ContractDiff> {
   const before = current.collections ?? {};
   if (touched(before, target.collections ?? before, undefined).size === 0) return noChange();
-  const job: DiffJob = { contractDiff: true, current, target, documents };
-  const worker = workerOfThisModule(job);
-  try {
-    return await new Promise<ContractDiff>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`the contract's diff ended (exit code ${code}) before it answered`)));
-    });
-  } finally {
-    await worker.terminate();
-  }
+  return aside<ContractDiff>({ contractDiff: { documents, current, target } satisfies DiffJob });
 }
 
-/**
- * A worker running this module. Run from TypeScript (tsx: the tests, bench/declarations.ts), the worker
- * registers tsx's loader before it imports it, as Node 20's workers do not run the parent's `--import`.
- */
-function workerOfThisModule(job: DiffJob): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL(import.meta.url), { workerData: job });
-  const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
-  return new Worker(source, { eval: true, workerData: job });
-}
-
-if (!isMainThread && (workerData as DiffJob | undefined)?.contractDiff === true) {
-  const { current, target, documents } = workerData as DiffJob;
-  parentPort?.postMessage(contractDiff(current, target, documents));
+/** contractDiff() of a DiffJob, as the worker answers it. */
+export function diffAnswer(job: unknown): ContractDiff {
+  const { current, target, documents } = job as DiffJob;
+  return contractDiff(current, target, documents);
 }

@@ -7,6 +7,7 @@ import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument, stri
 import schema from '../../schemas/declaration.schema.json' with { type: 'json' };
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { isObject, pointerToken } from '../query/filter.ts';
+import { aside } from './aside.ts';
 import { nestingProblem } from './nesting.ts';
 
 /** A declaration's file is this many bytes at most. */
@@ -128,6 +129,35 @@ export function parseDeclaration(text: string): Declaration {
     throw validationFailed(`The declaration is not valid: ${errors[0].name || 'the file'} ${errors[0].message}.`, errors);
   }
   return value as Declaration;
+}
+
+/** A declaration this many bytes long or longer is read in a worker (readDeclaration); a shorter one takes milliseconds. */
+const READ_ASIDE_BYTES = 16 * 1024;
+
+/** What the worker answers: the declaration, its refusal, or what else failed. */
+type ReadAnswer = { declaration: Declaration } | { refused: Pick<ApiError, 'code' | 'detail' | 'options'> } | { failed: string };
+
+/**
+ * parseDeclaration() of `text` off the thread that answers requests when it is long: the yaml package
+ * reads 160 KB (a hundred collections) in half a second to a second and more, every account's requests
+ * waiting meanwhile. In the declarations' worker (aside.ts), which runs readAnswer(); its refusal is the same.
+ */
+export async function readDeclaration(text: string): Promise<Declaration> {
+  if (text.length < READ_ASIDE_BYTES) return parseDeclaration(text);
+  const answer = await aside<ReadAnswer>({ readDeclaration: text });
+  if ('declaration' in answer) return answer.declaration;
+  if ('refused' in answer) throw new ApiError(answer.refused.code, answer.refused.detail, answer.refused.options);
+  throw new Error(`the reading of the declaration failed: ${answer.failed}`);
+}
+
+/** parseDeclaration() of `text` as the worker answers it (readDeclaration). */
+export function readAnswer(text: string): ReadAnswer {
+  try {
+    return { declaration: parseDeclaration(text) };
+  } catch (error) {
+    if (error instanceof ApiError) return { refused: { code: error.code, detail: error.detail, options: error.options } };
+    return { failed: String((error as Error)?.stack ?? error) };
+  }
 }
 
 let compiled: ValidateFunction | undefined;

@@ -9,12 +9,13 @@ import type { RowCheck } from '../db/declarations/impacts.ts';
 import type { LiveAccount } from '../db/declarations/live.ts';
 import type { Store } from '../db/open-store.ts';
 import { ApiError, conflict } from '../errors.ts';
+import { expiryNow } from '../expiry/ttl.ts';
 import { pointerToken } from '../query/filter.ts';
 import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
 import { type CheckOptions, type Secrets, targetOf } from './checks.ts';
 import { type ContractDiff, contractDiffAside } from './contract.ts';
-import { type Declaration, parseDeclaration, place } from './format.ts';
+import { type Declaration, place, readDeclaration } from './format.ts';
 import { canonical, declarationOfLive, type Model, modelOfLive } from './model.ts';
 
 /** What `rowbase plan -o` writes and `rowbase apply` reads (openapi.yaml, DeclarationPlan). */
@@ -51,8 +52,8 @@ export function planOptionsOf(config: Pick<Config, 'maxCollectionsPerAccount' | 
 }
 
 /** A plan made earlier (its shape checked: openapi.yaml, DeclarationPlan), its declaration read again as a declaration's file is. */
-export function storedPlan<P extends Plan>(plan: P): P {
-  return { ...plan, declaration: parseDeclaration(JSON.stringify(plan.declaration)) };
+export async function storedPlan<P extends Plan>(plan: P): Promise<P> {
+  return { ...plan, declaration: await readDeclaration(JSON.stringify(plan.declaration)) };
 }
 
 /** The most token issuers an account holds (openapi.yaml, putIssuer). */
@@ -75,7 +76,7 @@ function drifted(planned: Record<string, string>, now: Record<string, string>): 
   return [...new Set([...Object.keys(planned), ...Object.keys(now)])].filter((place) => planned[place] !== now[place]).sort();
 }
 
-/** The reads of stored rows the changes need: of collections that are there, a unique index made, a schema set, a relation declared. */
+/** The reads of stored rows the changes need: of collections that are there, a unique index made, a schema set, a relation declared, a time to live set. */
 function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
   const checks: RowCheck[] = [];
   for (const { kind, object, after } of changes) {
@@ -85,6 +86,7 @@ function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
       checks.push({ object, collection, unique: (after as { fields: string[] }).fields });
     if (kind === 'schema') checks.push({ object, collection, schema: after as RowSchema });
     if (kind === 'relation') checks.push({ object, collection, relation: after as { field: string; collection: string } });
+    if (kind === 'ttl') checks.push({ object, collection, ttl: (after as { field: string }).field });
   }
   return checks;
 }
@@ -95,10 +97,13 @@ export async function makePlan(store: Store, accountId: number, declaration: Dec
   const current = modelOfLive(live);
   const target = await targetOf(declaration, current, secrets, options);
   const { changes } = planChanges(target, current, live, secrets);
-  const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current));
+  const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current), expiryNow());
   for (const { object, ...rows } of impacts) {
     const change = changes.find((each) => each.object === object);
-    if (change) change.rows = rows;
+    if (!change) continue;
+    change.rows = rows;
+    // A time to live over rows already past their time deletes them: data the apply destroys.
+    if (change.kind === 'ttl') change.destroys_data = true;
   }
   const plan: Plan = { format: 'rowbase-plan', version: 1, declaration, live: digestsOf(current), changes };
   if (options.documents) plan.contract = await contractDiffAside(current, target, options.documents);
@@ -133,7 +138,7 @@ export async function applyPlan(
         errors: moved.map((object) => place(object, 'has changed since the plan was made')),
       });
     const { changes, steps } = planChanges(target, current, live, secrets);
-    if (canonical(changes) !== canonical(plan.changes.map(({ rows, ...change }) => change)))
+    if (canonical(changes) !== canonical(plan.changes.map(ofTheModel)))
       throw conflict('The declaration would now change other than the plan says (a secret set to another value?): make the plan again.');
     return steps;
   };
@@ -145,6 +150,9 @@ export async function applyPlan(
   await makeSortIndexes(store, accountId, steps);
   return plan.changes;
 }
+
+/** A change of a plan without what its stored rows made of it (its `rows`, and a time to live's `destroys_data`): as planChanges() makes it. */
+const ofTheModel = ({ rows, ...change }: Change): Change => (change.kind === 'ttl' ? { ...change, destroys_data: false } : change);
 
 /** Sort indexes made at once, of different collections (each its own transaction, which holds only its collection's writes). */
 const SORT_INDEXES_AT_ONCE = 4;

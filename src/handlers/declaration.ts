@@ -4,7 +4,7 @@
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Secrets } from '../declarations/checks.ts';
-import { type Declaration, declarationYaml, parseDeclaration, SCHEMA_URL } from '../declarations/format.ts';
+import { type Declaration, declarationYaml, readDeclaration, SCHEMA_URL } from '../declarations/format.ts';
 import { applyPlan, makePlan, type Plan, planOptionsOf, pullDeclaration, storedPlan } from '../declarations/plan.ts';
 import { ApiError, forbidden, validationFailed } from '../errors.ts';
 import type { Handlers } from './types.ts';
@@ -41,8 +41,8 @@ export const declarationHandlers: Handlers<'getDeclaration' | 'planDeclaration' 
       ]);
     const changes = await under(sent ? '/plan/declaration' : '/declaration', async () => {
       const plan = sent
-        ? storedPlan(sent)
-        : await makePlan(store, principal.accountId, declarationOf(body.declaration as DeclarationBody), secrets, options);
+        ? await storedPlan(sent)
+        : await makePlan(store, principal.accountId, await declarationOf(body.declaration as DeclarationBody), secrets, options);
       return applyPlan(store, principal.accountId, plan, secrets, options);
     });
     return { status: 200, body: { changes } };
@@ -54,9 +54,9 @@ function wholeAccount(principal: Principal): void {
   if (principal.collections) throw forbidden("This key is limited to collections: a declaration is the whole account's.");
 }
 
-/** The declaration sent: its file's text, or the declaration as a JSON object, read alike (format.ts). */
-function declarationOf(sent: DeclarationBody): Declaration {
-  return parseDeclaration(typeof sent === 'string' ? sent : JSON.stringify(sent));
+/** The declaration sent: its file's text, or the declaration as a JSON object, read alike (format.ts), a long one in a worker. */
+function declarationOf(sent: DeclarationBody): Promise<Declaration> {
+  return readDeclaration(typeof sent === 'string' ? sent : JSON.stringify(sent));
 }
 
 /** The secrets the request sends, by variable; a variable it does not send is unset. */

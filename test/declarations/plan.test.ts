@@ -107,15 +107,27 @@ describeEachBackend('declarations: plan, apply and pull', (backend) => {
       `collections:\n  sessions:\n    schema: ${JSON.stringify(schema)}\n${ttl}  holders:\n    relations:\n      session: {field: session_id, collection: sessions, on_delete: cascade}\n`;
     const moved = parseDeclaration(sessions('    ttl: {field: ends_at}\n'));
     const plan = await makePlan(server.store, accountId, moved, noSecrets, options);
+    // It deletes that row: the plan counts it, and destroys data, which apply needs allowed.
     expect(plan.changes.find((change) => change.kind === 'ttl')).to.deep.equal({
       action: 'update',
       kind: 'ttl',
       object: '/collections/sessions/ttl',
       before: { field: 'expires_at' },
       after: { field: 'ends_at' },
-      destroys_data: false,
+      destroys_data: true,
+      rows: {
+        total: 1,
+        violations: [{ id: 1, pointer: '/ends_at', message: 'is past: the row expires, deleted once the time to live is set' }],
+      },
     });
-    await applyPlan(server.store, accountId, plan, noSecrets, options);
+    // The plan's reads changed nothing: the row is there, and the time to live is as it was.
+    expect((await client.get('/v1/collections/sessions/rows/1')).status).to.equal(200);
+    expect((await client.get('/v1/collections/sessions/ttl')).body).to.deep.equal({ field: 'expires_at' });
+    const refused = await applyPlan(server.store, accountId, plan, noSecrets, options).catch((error: ApiError) => error);
+    expect((refused as ApiError).status).to.equal(409);
+    expect((refused as ApiError).detail).to.include('/collections/sessions/ttl');
+    expect((await client.get('/v1/collections/sessions/rows/1')).status).to.equal(200);
+    await applyPlan(server.store, accountId, plan, noSecrets, { ...options, allowDestructive: true });
     expect((await client.get('/v1/collections/sessions/ttl')).body).to.deep.equal({ field: 'ends_at' });
     expect((await client.get('/v1/collections/sessions/rows/1')).status).to.equal(404);
     // Applied twice, the second plan is empty; pulled, it plans as no change.
@@ -130,6 +142,16 @@ describeEachBackend('declarations: plan, apply and pull', (backend) => {
     ]);
     await applyPlan(server.store, accountId, removed, noSecrets, options);
     expect((await client.get('/v1/collections/sessions/ttl')).status).to.equal(404);
+
+    // Set again over a row past its time (the first row's is not): counted, destroying.
+    const inserted = await client.post<{ id: number }[]>('/v1/collections/sessions/rows', [{ expires_at: past, ends_at: future }]);
+    const set = await makePlan(server.store, accountId, parseDeclaration(sessions('    ttl: {field: expires_at}\n')), noSecrets, options);
+    const ttl = set.changes.find((change) => change.kind === 'ttl');
+    expect([ttl?.action, ttl?.destroys_data, ttl?.rows?.violations?.map((row) => row.id)]).to.deep.equal([
+      'create',
+      true,
+      [inserted.body[0].id],
+    ]);
   });
 
   it('removes a time to live before declaring a relation that restricts its rows, and sets one after the relation restricting it goes', async () => {

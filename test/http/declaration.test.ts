@@ -156,6 +156,12 @@ describeEachBackend('the declaration over HTTP', (backend) => {
       status: 400,
       place: '/declaration/webhooks/0/secret/env',
     },
+    {
+      name: 'an unknown member of a long declaration (read in a worker)',
+      body: { declaration: `# ${'x'.repeat(20_000)}\ncollections:\n  a: {nope: 1}\n` },
+      status: 400,
+      place: '/declaration/collections/a/nope',
+    },
     { name: 'text nested past the bounds', body: { declaration: `a: ${'['.repeat(100_000)}` }, status: 400, place: '/declaration' },
     { name: 'both a plan and a declaration', body: { declaration: 'version: 1\n', plan: aPlan() }, status: 400, place: '/plan' },
     { name: 'neither', body: { secrets: {} }, status: 400, place: '/plan' },

@@ -1,6 +1,7 @@
 // What a plan's changes would do to stored rows (docs/declarations.md, "What it does to stored rows"),
 // read as the operations that make them would check them: a unique index's duplicates (createIndex), the
-// rows a schema breaks (putSchema), the rows naming rows that do not exist (putRelation). Read in a
+// rows a schema breaks (putSchema), the rows naming rows that do not exist (putRelation), the rows a time
+// to live finds expired already, which the sweeper then deletes (putCollectionTtl). Read in a
 // transaction that writes nothing and is rolled back; on SQLite through the writer, as those operations read them.
 import type { components } from '../../../generated/openapi.ts';
 import type { SchemaViolation } from '../../errors.ts';
@@ -8,6 +9,7 @@ import { duplicatesOf } from '../collections/indexes.ts';
 import { type RowSchema, schemaViolations } from '../collections/schemas.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { collectionIdSql } from '../engine/sql/collections.ts';
+import { expiredByTtlIn } from '../expiry/ttl.ts';
 import { missingRows } from '../relations/relations.ts';
 
 type Duplicate = components['schemas']['Duplicate'];
@@ -17,6 +19,7 @@ export type RowCheck = { object: string; collection: string } & (
   | { unique: string[] }
   | { schema: RowSchema }
   | { relation: { field: string; collection: string } }
+  | { ttl: string }
 );
 
 /** What a change does to stored rows: the sets of rows sharing a unique index's values, or the rows it would refuse and how many. */
@@ -27,8 +30,11 @@ export interface RowImpact {
   violations?: SchemaViolation[];
 }
 
-/** The rows each of `checks` would refuse, for those that would refuse some; checks of collections not there yet read nothing. */
-export async function declaredRowImpacts(db: Dialect, accountId: number, checks: readonly RowCheck[]): Promise<RowImpact[]> {
+/**
+ * The rows each of `checks` would refuse (or, of a time to live, delete as expired at `now`, ms since the
+ * epoch), for those that would refuse some; checks of collections not there yet read nothing.
+ */
+export async function declaredRowImpacts(db: Dialect, accountId: number, checks: readonly RowCheck[], now: number): Promise<RowImpact[]> {
   if (checks.length === 0) return [];
   const impacts: RowImpact[] = [];
   const read = async (trx: WriteTx) => {
@@ -42,6 +48,15 @@ export async function declaredRowImpacts(db: Dialect, accountId: number, checks:
       if ('unique' in check) {
         const duplicates = await duplicatesOf(db, trx, id, check.unique);
         if (duplicates.length > 0) impacts.push({ object: check.object, duplicates });
+      } else if ('ttl' in check) {
+        const { total, ids } = await expiredByTtlIn(db, trx, id, check.ttl, now);
+        const pointer = `/${check.ttl.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+        const violations = ids.map((row) => ({
+          id: row,
+          pointer,
+          message: 'is past: the row expires, deleted once the time to live is set',
+        }));
+        if (total > 0) impacts.push({ object: check.object, total, violations });
       } else if ('schema' in check) {
         const { total, violations } = await schemaViolations(db, trx, id, check.schema);
         if (total > 0) impacts.push({ object: check.object, total, violations });

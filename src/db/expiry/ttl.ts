@@ -10,6 +10,8 @@ import { schemaTextSql } from '../engine/sql/collections.ts';
 import {
   clearExpiriesSql,
   collectionTtlSql,
+  expiredCountSql,
+  firstExpiredSql,
   refreshExpiriesSql,
   restrictingRelationSql,
   setTtlSql,
@@ -51,6 +53,24 @@ export async function putTtlIn(db: Dialect, trx: WriteTx, accountId: number, col
     );
   await db.run(trx, setTtlSql, [ttl.field, id]);
   await db.run(trx, refreshExpiriesSql, [id]);
+}
+
+/** Rows listed at most by expiredByTtlIn(). */
+const FIRST_EXPIRED = 10;
+
+/**
+ * The rows of the collection `id` that a time to live over `field` finds expired at `now` (ms since the
+ * epoch), which the sweeper deletes once it is set: how many, and the first ids. Sets it as putTtlIn
+ * does, each row's expiry by the dialect's trigger, inside `trx`, which the caller rolls back (a plan's
+ * reads, ../declarations/impacts.ts).
+ */
+export async function expiredByTtlIn(db: Dialect, trx: WriteTx, id: number, field: string, now: number) {
+  await db.run(trx, setTtlSql, [field, id]);
+  await db.run(trx, refreshExpiriesSql, [id]);
+  const [{ total }] = await db.run<{ total: number | string }>(trx, expiredCountSql, [id, now]);
+  if (Number(total) === 0) return { total: 0, ids: [] };
+  const first = await db.run<{ id: number | string }>(trx, firstExpiredSql, [id, now, FIRST_EXPIRED]);
+  return { total: Number(total), ids: first.map((row) => Number(row.id)) };
 }
 
 /** The collection's rows expire no more; 404 when it had no time to live, or there is no such collection. */

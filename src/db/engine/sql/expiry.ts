@@ -11,6 +11,10 @@ export const ttlOfCollectionSql = 'select ttl_field from collections where id = 
 export const setTtlSql = 'update collections set ttl_field = ? where id = ?';
 /** Writes the collection `?`'s rows again as they are, so that the trigger sets each one's expiry by the field now named. */
 export const refreshExpiriesSql = 'update rows set data = data where collection_id = ?';
+/** How many of the collection `?`'s rows have expired by `?` (ms since the epoch). */
+export const expiredCountSql = 'select count(*) as total from rows where collection_id = ? and expires_at <= ?';
+/** The first `?` of the collection `?`'s rows expired by `?` (ms since the epoch), in id order. */
+export const firstExpiredSql = 'select id from rows where collection_id = ? and expires_at <= ? order by id limit ?';
 /** The collection `?`'s rows expire no more (its time to live removed): through the index, only those that had an expiry. */
 export const clearExpiriesSql = 'update rows set expires_at = null where collection_id = ? and expires_at is not null';
 /** Whether a relation that restricts deletes names the rows of the collection `?`. */

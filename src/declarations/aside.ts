@@ -1,0 +1,70 @@
+// A worker thread for work of the declarations that would hold the thread that answers requests for a
+// second or more: the reading of a large declaration (format.ts), the contract's diff (contract.ts). One
+// worker, started when first asked, answers the jobs one after the other and ends once idle for
+// IDLE_MS: a plan, its apply and the plan again find it warm (its code compiled, the documents parsed;
+// the first plan's worker, cold, spent seconds more), and an idle server holds none of it.
+import { Worker } from 'node:worker_threads';
+
+/** A job of the worker (worker.ts): a declaration's text to read, or the documents and models to compare. */
+export type AsideJob = { readDeclaration: string } | { contractDiff: unknown };
+
+/** How long the worker waits for its next job before it ends. */
+const IDLE_MS = 30_000;
+
+interface Held {
+  worker: Worker;
+  waiting: Map<number, { resolve: (answer: unknown) => void; reject: (error: Error) => void }>;
+  idle?: NodeJS.Timeout;
+}
+
+let held: Held | undefined;
+let lastId = 0;
+
+/** What the worker answers to `job`; rejected when it fails or ends first. */
+export async function aside<T>(job: AsideJob): Promise<T> {
+  const worker = held ?? start();
+  clearTimeout(worker.idle);
+  worker.worker.ref();
+  const id = ++lastId;
+  try {
+    return await new Promise<T>((resolve, reject) => {
+      worker.waiting.set(id, { resolve: resolve as (answer: unknown) => void, reject });
+      worker.worker.postMessage({ id, job });
+    });
+  } finally {
+    worker.waiting.delete(id);
+    if (worker.waiting.size === 0 && held === worker) {
+      worker.worker.unref();
+      worker.idle = setTimeout(() => stop(worker), IDLE_MS).unref();
+    }
+  }
+}
+
+/**
+ * The worker, running worker.ts (the bundle's `declarations-worker.mjs`, beside the chunk that holds this
+ * module). Run from TypeScript (tsx: the tests, bench/declarations.ts), it registers tsx's loader before it
+ * imports it, as Node 20's workers do not run the parent's `--import`.
+ */
+function start(): Held {
+  const entry = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './declarations-worker.mjs', import.meta.url);
+  const worker = import.meta.url.endsWith('.ts')
+    ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`, {
+        eval: true,
+      })
+    : new Worker(entry);
+  const started: Held = { worker, waiting: new Map() };
+  held = started;
+  worker.on('message', ({ id, answer }: { id: number; answer: unknown }) => started.waiting.get(id)?.resolve(answer));
+  const fail = (error: Error) => {
+    if (held === started) held = undefined;
+    for (const { reject } of started.waiting.values()) reject(error);
+  };
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new Error(`the declarations' worker ended (exit code ${code}) before it answered`)));
+  return started;
+}
+
+function stop(worker: Held): void {
+  if (held === worker) held = undefined;
+  void worker.worker.terminate();
+}
