@@ -58,6 +58,8 @@ export interface Dialect {
    * the keys are free again. None once it finds no more; SQLite looks among the oldest answers only.
    */
   pruneOnceSql: string;
+  /** Sets every row's expiry of the collection `?` by its time to live's field as it is now, in the dialect's SQL (../expiry/ttl.ts). */
+  refreshExpiriesSql: string;
   /**
    * Leases the webhooks' streams due for delivery (webhooks.ts, claimStreams): bound to when due by,
    * when a lease has expired by, how many, the instance, the lease's end; answers each stream claimed.

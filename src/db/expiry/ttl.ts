@@ -1,20 +1,13 @@
 // A collection's time to live (openapi.yaml, the `expiry` tag; docs/expiry.md): the field of its rows
-// that says when each expires, read, set and removed. Each row's expiry is kept beside it by each
-// dialect's trigger (../sqlite/sql/expiry.ts, ../postgres/sql/expiry.ts); the sweeper is sweep.ts.
+// that says when each expires, read, set and removed. Each row's expiry is kept beside it, set by each
+// write of the row (../sqlite/sql/expiry.ts, ../postgres/sql/expiry.ts); the sweeper is sweep.ts.
 import { collectionNotFound, conflict, ttlNotFound, validationFailed } from '../../errors.ts';
 import { checkTtlField, type Ttl } from '../../expiry/ttl.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { schemaTextSql } from '../engine/sql/collections.ts';
-import {
-  clearExpiriesSql,
-  collectionTtlSql,
-  refreshExpiriesSql,
-  restrictingRelationSql,
-  setTtlSql,
-  ttlOfCollectionSql,
-} from '../engine/sql/expiry.ts';
+import { clearExpiriesSql, collectionTtlSql, restrictingRelationSql, setTtlSql, ttlOfCollectionSql } from '../engine/sql/expiry.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 
 /** The collection's time to live, null when it has none; 404 when there is no such collection. */
@@ -50,7 +43,7 @@ export async function putTtlIn(db: Dialect, trx: WriteTx, accountId: number, col
       `Relation ${restricting.name} of collection ${restricting.source_name} restricts deletes of these rows: an expiry is a delete no one can refuse. Declare it with on_delete cascade or set_null first.`,
     );
   await db.run(trx, setTtlSql, [ttl.field, id]);
-  await db.run(trx, refreshExpiriesSql, [id]);
+  await db.run(trx, db.refreshExpiriesSql, [id]);
 }
 
 /** The collection's rows expire no more; 404 when it had no time to live, or there is no such collection. */

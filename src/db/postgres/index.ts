@@ -20,6 +20,7 @@ import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
+import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
@@ -65,6 +66,7 @@ export async function openPostgres(
     // whole table for a key from then on.
     readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
     pruneOnceSql,
+    refreshExpiriesSql,
     claimStreamsSql,
     ackStreamsSql,
     // A transaction waiting for a lock is woken when it is released.

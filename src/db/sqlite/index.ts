@@ -22,6 +22,7 @@ import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
+import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
@@ -77,6 +78,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     // On the read-only connection of point reads, which sees every write committed before it begins.
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     pruneOnceSql,
+    refreshExpiriesSql,
     claimStreamsSql,
     ackStreamsSql,
     writerWakeMs,

@@ -1,7 +1,8 @@
 // The SQL of rows that expire both dialects run (openapi.yaml, the `expiry` tag; docs/expiry.md): a
 // collection's time to live is the name of its rows' field (`ttl_field`, null for none); each row's
-// expiry, in ms since the epoch, is `rows.expires_at`, which each dialect's trigger fills from that field
-// on every write (sqlite/sql/expiry.ts, postgres/sql/expiry.ts), indexed where it is not null.
+// expiry, in ms since the epoch, is `rows.expires_at`, which every write of a row's text sets from that
+// field in its own statement (sqlite/sql/expiry.ts, postgres/sql/expiry.ts: rowExpiry, refreshExpiriesSql),
+// indexed where it is not null.
 
 /** The collection's id and time to live's field (null for none), by account and name. */
 export const collectionTtlSql = 'select id, ttl_field from collections where account_id = ? and name = ?';
@@ -9,8 +10,6 @@ export const collectionTtlSql = 'select id, ttl_field from collections where acc
 export const ttlOfCollectionSql = 'select ttl_field from collections where id = ?';
 /** Sets the collection `?`'s time to live's field to `?` (null: none). */
 export const setTtlSql = 'update collections set ttl_field = ? where id = ?';
-/** Writes the collection `?`'s rows again as they are, so that the trigger sets each one's expiry by the field now named. */
-export const refreshExpiriesSql = 'update rows set data = data where collection_id = ?';
 /** The collection `?`'s rows expire no more (its time to live removed): through the index, only those that had an expiry. */
 export const clearExpiriesSql = 'update rows set expires_at = null where collection_id = ? and expires_at is not null';
 /** Whether a relation that restricts deletes names the rows of the collection `?`. */
