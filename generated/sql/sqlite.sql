@@ -29,11 +29,14 @@ delete from sort_keys where collection_id = ? and row_id = ?;
 -- matchedRowsSql(a filter)
 select id, data from rows where collection_id = ? and (<filter>) order by id limit ?;
 
--- deleteRowsWhereSql(a filter)
-delete from rows where collection_id = ? and (<filter>);
+-- matchedByIdSql(ids, a condition)
+with named as materialized (select * from rows where <rowIdsSql>) select id, data from named as rows where (<condition>) order by id limit ?;
 
--- deleteKeysWhereSql(a filter)
-delete from sort_keys where collection_id = ? and row_id in (select id from rows where collection_id = ? and (<filter>));
+-- deleteRowsByIdSql(ids)
+delete from rows where <rowIdsSql>;
+
+-- deleteKeysByIdSql(ids)
+delete from sort_keys where <keyRowIdsSql>;
 
 -- setSortedSql
 update collections set sorted = ? where id = ?;

@@ -42,9 +42,10 @@ export const expiringCollectionsSql = `select c.id, c.account_id, c.name from co
   order by c.id limit ?`;
 
 /**
- * A sweep's rows, as a filter of a delete by filter (../rows/writes.ts) on the collection `?`: those
- * expired at `?` (ms since the epoch), the first `?` to expire, found through the expiry index. Read
- * again by the delete in its transaction, which holds the collection: a row patched to expire later
- * meanwhile, or deleted by another instance's sweep, is not among them.
+ * A sweep's rows: the ids of the collection `?`'s rows expired at `?` (ms since the epoch), the first `?`
+ * to expire, found through the expiry index (../expiry/sweep.ts).
  */
-export const expiredRowsWhere = 'id in (select id from rows where collection_id = ? and expires_at <= ? order by expires_at limit ?)';
+export const expiredRowIdsSql = 'select id from rows where collection_id = ? and expires_at <= ? order by expires_at limit ?';
+
+/** A sweep's rows read again by their delete, inside its write (a condition on `rows`): still expired at `?`. */
+export const stillExpiredWhere = 'expires_at <= ?';
