@@ -29,11 +29,14 @@ delete from sort_keys where collection_id = ? and row_id = ?;
 -- matchedRowsSql(a filter)
 select id, data from rows where collection_id = ? and (<filter>) order by id limit ?;
 
--- deleteRowsWhereSql(a filter)
-delete from rows where collection_id = ? and (<filter>);
+-- matchedByIdSql(ids, a condition)
+with named as materialized (select * from rows where <rowIdsSql>) select id, data from named as rows where (<condition>) order by id limit ?;
 
--- deleteKeysWhereSql(a filter)
-delete from sort_keys where collection_id = ? and row_id in (select id from rows where collection_id = ? and (<filter>));
+-- deleteRowsByIdSql(ids)
+delete from rows where <rowIdsSql>;
+
+-- deleteKeysByIdSql(ids)
+delete from sort_keys where <keyRowIdsSql>;
 
 -- setSortedSql
 update collections set sorted = ? where id = ?;
@@ -241,22 +244,23 @@ where collection_id = (select id from collections where account_id = ? and name 
 with counters as (update collections
   set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
   where account_id = ? and name = ?
-  returning id, last_row_id, last_seq, sorted, schema_id, search)
+  returning id, last_row_id, last_seq, sorted, schema_id, search, ttl_field)
 select c.*, r.data as current, r.version
   from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) for update) r on true;
 
 -- updateRowSql
 with updated as (
-  update rows set data = $1, version = $2 where collection_id = $3 and id = $4
+  update rows set data = $1, version = $2, expires_at = rowbase_expiry_of($1, $10::text) where collection_id = $3 and id = $4
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
 )
 select pg_notify($8, $9);
 
 -- updateRowsSql
-update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality
-from json_array_elements(?::json) with ordinality x
-where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint;
+update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality,
+  expires_at = rowbase_expiry_of(x.value ->> 1, c.ttl_field)
+from json_array_elements(?::json) with ordinality x, collections c
+where rows.collection_id = ? and c.id = rows.collection_id and rows.id = (x.value ->> 0)::bigint;
 
 -- notifySql
 select pg_notify(?, ?);
@@ -628,13 +632,14 @@ group by k;
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint and search is null
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
-  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field
     from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
 ), stored as (
-  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  insert into rows (collection_id, id, data, version, expires_at)
+    select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
@@ -663,13 +668,14 @@ with keys as materialized (
 ), counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $9::bigint and (select held from holds) and search is null
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
-  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, t.request
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field, t.request
     from counters c, unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)
 ), stored as (
-  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  insert into rows (collection_id, id, data, version, expires_at)
+    select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
@@ -707,13 +713,14 @@ select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint and search is null
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
-  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field
     from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
 ), stored as (
-  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  insert into rows (collection_id, id, data, version, expires_at)
+    select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
@@ -745,13 +752,14 @@ select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_no
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
-  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field
     from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
 ), stored as (
-  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  insert into rows (collection_id, id, data, version, expires_at)
+    select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
@@ -780,13 +788,14 @@ with keys as materialized (
 ), counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $9::bigint and (select held from holds)
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
-  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, t.request
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field, t.request
     from counters c, unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)
 ), stored as (
-  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  insert into rows (collection_id, id, data, version, expires_at)
+    select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
@@ -824,13 +833,14 @@ select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint and search = $9::text
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
-  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, t.words
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field, t.words
     from counters c, unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, chr(10))) with ordinality as t(data, words, ord)
 ), stored as (
-  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  insert into rows (collection_id, id, data, version, expires_at)
+    select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
@@ -887,6 +897,8 @@ case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j from rows where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[])) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str;
 
 -- importRowsSql
-insert into rows (collection_id, id, data, version)
-select ?::integer, t.id, t.data, ?::bigint + t.n - 1
-  from unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n);
+insert into rows (collection_id, id, data, version, expires_at)
+select c.id, t.id, t.data, f.first + t.n - 1, rowbase_expiry_of(t.data, c.ttl_field)
+  from (select ?::integer as collection_id, ?::bigint as first) f
+    join collections c on c.id = f.collection_id,
+    unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n);

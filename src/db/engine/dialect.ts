@@ -58,6 +58,8 @@ export interface Dialect {
    * the keys are free again. None once it finds no more; SQLite looks among the oldest answers only.
    */
   pruneOnceSql: string;
+  /** Sets every row's expiry of the collection `?` by its time to live's field as it is now, in the dialect's SQL (../expiry/ttl.ts). */
+  refreshExpiriesSql: string;
   /**
    * Leases the webhooks' streams due for delivery (webhooks.ts, claimStreams): bound to when due by,
    * when a lease has expired by, how many, the instance, the lease's end; answers each stream claimed.
@@ -95,8 +97,13 @@ export interface Dialect {
   filterSql(filter: Filter): { sql: string; params: SqlValue[] };
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): { sql: string; params: SqlValue[] };
-  /** The rows whose id is one of `ids`, as a condition on `rows`, with one binding (the dialect's sql/relations.ts). */
-  rowIdsSql(ids: readonly number[]): { sql: string; params: SqlValue[] };
+  /**
+   * The rows of the collection whose id is one of `ids`, as a condition on `rows` that needs no other,
+   * each found through the primary key (the dialect's sql/relations.ts).
+   */
+  rowIdsSql(collectionId: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
+  /** rowIdsSql of the rows' sort keys, as a condition on `sort_keys` that needs no other, through its primary key. */
+  keyRowIdsSql(collectionId: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
 }
 
 /**

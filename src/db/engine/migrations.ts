@@ -11,6 +11,7 @@ type OwnStep =
   | '0012_postgres_once_taken'
   | '0023_postgres_relation_missing'
   | '0025_row_expiry_triggers'
+  | '0026_row_expiry_in_writes'
   | '0013_sqlite_answers_pruned_oldest_first';
 
 /** What a dialect changes of the migrations. */
@@ -436,7 +437,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
     async up(knex) {
       // Rows that expire (openapi.yaml, the `expiry` tag; docs/expiry.md): a collection's time to live
       // names its rows' field (`ttl_field`, null for none); each row's expiry, in ms since the epoch, is
-      // `expires_at` (null: never), set from that field by each dialect's trigger (0025) on every write,
+      // `expires_at` (null: never), set from that field on every write (by each dialect's trigger in 0025, by the write's own statement since 0026),
       // and indexed where it is not null, for the reads' counts and the sweeper; the sweeper's delete
       // events say why (`reason`: 'expired', null for a request's).
       await knex.schema.alterTable('collections', (t) => {
@@ -459,6 +460,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
     },
   },
   '0025_row_expiry_triggers': schema.own['0025_row_expiry_triggers'] ?? unchanged,
+  '0026_row_expiry_in_writes': schema.own['0026_row_expiry_in_writes'] ?? unchanged,
 });
 
 /** A migration that changes nothing on a dialect. */

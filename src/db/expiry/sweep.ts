@@ -4,7 +4,7 @@
 
 import { expiryNow } from '../../expiry/ttl.ts';
 import type { Dialect } from '../engine/dialect.ts';
-import { collectionTtlSql, expiredRowsWhere, expiringCollectionsSql } from '../engine/sql/expiry.ts';
+import { collectionTtlSql, expiredRowIdsSql, expiringCollectionsSql, stillExpiredWhere } from '../engine/sql/expiry.ts';
 import { deleteRowsIn, rowWritesIn } from '../rows/writes.ts';
 
 /** A collection whose rows have expired: its id, its account's and its name. */
@@ -27,15 +27,18 @@ export async function expiringCollections(db: Dialect, after: number, now: numbe
 /**
  * Deletes the first `batchSize` rows of the collection to have expired at `now` (ms since the epoch),
  * found through the expiry index, in a write of their own (on SQLite, a turn of the writer's queue):
- * answers how many went. Found again inside the write, which holds the collection, so that a row
- * deleted meanwhile (by a request, or another instance's sweep) is deleted, and its event written, once.
+ * answers how many went. The delete (by their ids, each through the primary key) finds them again once
+ * it holds the collection, still expired: a row deleted meanwhile (by a request, or another instance's
+ * sweep) is deleted, and its event written, once, and a row patched to expire later is left.
  */
 export async function sweepExpiredBatch(db: Dialect, collection: ExpiringCollection, now: number, batchSize: number): Promise<number> {
-  const where = { sql: expiredRowsWhere, params: [collection.id, now, batchSize] };
   const { accountId, name } = collection;
-  const deleted = await db.rows.writeSeveral((trx) =>
-    deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, name, where, batchSize, undefined, 'expired'),
-  );
+  const deleted = await db.rows.writeSeveral(async (trx) => {
+    const found = await db.run<{ id: number | string }>(trx, expiredRowIdsSql, [collection.id, now, batchSize]);
+    if (found.length === 0) return { count: 0 };
+    const match = { ids: found.map((row) => Number(row.id)), where: { sql: stillExpiredWhere, params: [now] } };
+    return deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, name, match, batchSize, undefined, 'expired');
+  });
   return deleted.count;
 }
 

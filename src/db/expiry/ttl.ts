@@ -1,6 +1,6 @@
 // A collection's time to live (openapi.yaml, the `expiry` tag; docs/expiry.md): the field of its rows
-// that says when each expires, read, set and removed. Each row's expiry is kept beside it by each
-// dialect's trigger (../sqlite/sql/expiry.ts, ../postgres/sql/expiry.ts); the sweeper is sweep.ts.
+// that says when each expires, read, set and removed. Each row's expiry is kept beside it, set by each
+// write of the row (../sqlite/sql/expiry.ts, ../postgres/sql/expiry.ts); the sweeper is sweep.ts.
 import { collectionNotFound, conflict, ttlNotFound, validationFailed } from '../../errors.ts';
 import { checkTtlField, type Ttl } from '../../expiry/ttl.ts';
 import type { Once } from '../../idempotency/answers.ts';
@@ -12,7 +12,6 @@ import {
   collectionTtlSql,
   expiredCountSql,
   firstExpiredSql,
-  refreshExpiriesSql,
   restrictingRelationSql,
   setTtlSql,
   ttlOfCollectionSql,
@@ -52,7 +51,7 @@ export async function putTtlIn(db: Dialect, trx: WriteTx, accountId: number, col
       `Relation ${restricting.name} of collection ${restricting.source_name} restricts deletes of these rows: an expiry is a delete no one can refuse. Declare it with on_delete cascade or set_null first.`,
     );
   await db.run(trx, setTtlSql, [ttl.field, id]);
-  await db.run(trx, refreshExpiriesSql, [id]);
+  await db.run(trx, db.refreshExpiriesSql, [id]);
 }
 
 /** Rows listed at most by expiredByTtlIn(). */
@@ -61,12 +60,12 @@ const FIRST_EXPIRED = 10;
 /**
  * The rows of the collection `id` that a time to live over `field` finds expired at `now` (ms since the
  * epoch), which the sweeper deletes once it is set: how many, and the first ids. Sets it as putTtlIn
- * does, each row's expiry by the dialect's trigger, inside `trx`, which the caller rolls back (a plan's
+ * does, each row's expiry by the dialect's refreshExpiriesSql, inside `trx`, which the caller rolls back (a plan's
  * reads, ../declarations/impacts.ts).
  */
 export async function expiredByTtlIn(db: Dialect, trx: WriteTx, id: number, field: string, now: number) {
   await db.run(trx, setTtlSql, [field, id]);
-  await db.run(trx, refreshExpiriesSql, [id]);
+  await db.run(trx, db.refreshExpiriesSql, [id]);
   const [{ total }] = await db.run<{ total: number | string }>(trx, expiredCountSql, [id, now]);
   if (Number(total) === 0) return { total: 0, ids: [] };
   const first = await db.run<{ id: number | string }>(trx, firstExpiredSql, [id, now, FIRST_EXPIRED]);

@@ -20,8 +20,9 @@ import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
+import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
+import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { ackStreamsSql, claimStreamsSql } from './sql/webhooks.ts';
@@ -65,6 +66,7 @@ export async function openPostgres(
     // whole table for a key from then on.
     readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
     pruneOnceSql,
+    refreshExpiriesSql,
     claimStreamsSql,
     ackStreamsSql,
     // A transaction waiting for a lock is woken when it is released.
@@ -76,6 +78,7 @@ export async function openPostgres(
     filterSql,
     keyBoundsSql,
     rowIdsSql,
+    keyRowIdsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.
     async holdOnce(trx, accountId, key) {

@@ -5,7 +5,7 @@ import type { DialectSchema } from '../engine/migrations.ts';
 import { replaceKey } from '../engine/sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
 import { keyColumns } from './sql/collections.ts';
-import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
+import { dropExpiryFunctionSql, dropExpiryTriggersSql, expiryFunctionSql, expiryTriggersSql } from './sql/expiry.ts';
 import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
 import { searchTables } from './sql/search.ts';
 
@@ -100,6 +100,19 @@ export const postgresSchema: DialectSchema = {
       },
       async down(knex) {
         for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
+      },
+    },
+    '0026_row_expiry_in_writes': {
+      // Each write of a row's text sets its expiry in its own statement, by the function (sql/expiry.ts,
+      // rowExpiry): the trigger cost every write, into a collection without a time to live too
+      // (docs/performance.md).
+      async up(knex) {
+        await knex.raw(expiryFunctionSql);
+        for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
+      },
+      async down(knex) {
+        for (const sql of expiryTriggersSql) await knex.raw(sql);
+        await knex.raw(dropExpiryFunctionSql);
       },
     },
   },

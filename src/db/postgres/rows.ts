@@ -65,6 +65,7 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
         version: number | string | null;
         schema_id: number | string;
         search: string | null;
+        ttl_field: string | null;
       }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
       if (!counters) throw collectionNotFound(collection);
       const { current } = counters;
@@ -82,7 +83,8 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
           // The event's rows as eventRow() makes them; its time Node's, as appendEvents() takes it.
           const event = [json, rowJson(rowId, current), new Date().toISOString()];
           // One after another: pg sends a client's queries one at a time whatever the caller does.
-          await db.run(trx, updateRowSql, [text, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
+          const payload = `${changes.instance} ${id}`;
+          await db.run(trx, updateRowSql, [text, seq, id, rowId, ...event, CHANNEL, payload, counters.ttl_field]);
           await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
           const search = searchIndexOf(id, counters.search);
           if (search) await steps.putWords(db, trx, search, [{ id: rowId, fields: row }]);

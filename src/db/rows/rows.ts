@@ -4,9 +4,9 @@ import { ApiError, rowNotFound, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { type Json, MAX_PAGE_BYTES, MAX_ROW_BYTES, type Row, rowJson, versionOf } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
-import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { Fields, FirstInserted, MatchedRow } from '../engine/port.ts';
-import { matchedRowsSql } from '../engine/sql/rows.ts';
+import { matchedByIdSql, matchedRowsSql } from '../engine/sql/rows.ts';
 import type { Sql } from '../engine/sql/template.ts';
 
 export type { Fields, FirstInserted, MatchedRow, VersionedRow } from '../engine/port.ts';
@@ -99,16 +99,40 @@ const tooManyRows = (max: number) =>
   );
 
 /**
- * The rows of the collection `collectionId` that `where` matches, in id order; 400 when there are more
+ * The rows of the collection `collectionId` that `match` matches (a filter, or ids), in id order; 400 when there are more
  * than `max`. Read inside the change's transaction, after the collection's row is held (advance()), so
  * that no other write of the collection comes between this read and the change.
  */
-export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: number, where: Sql, max: number): Promise<MatchedRow[]> {
+export async function matchedRows(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  match: Sql | RowIds,
+  max: number,
+): Promise<MatchedRow[]> {
+  let sql: string;
+  let params: SqlValue[];
+  if ('ids' in match) {
+    const byId = db.rowIdsSql(collectionId, match.ids);
+    sql = matchedByIdSql(byId.sql, match.where?.sql);
+    params = [...byId.params, ...(match.where?.params ?? []), max + 1];
+  } else {
+    sql = matchedRowsSql(match.sql);
+    params = [collectionId, ...match.params, max + 1];
+  }
   // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
-  const params = [collectionId, ...where.params, max + 1];
-  const rows = await db.run<{ id: number | string; data: string }>(trx, matchedRowsSql(where.sql), params, true);
+  const rows = await db.run<{ id: number | string; data: string }>(trx, sql, params, true);
   if (rows.length > max) throw tooManyRows(max);
   return rows.map((row) => ({ id: Number(row.id), data: row.data }));
+}
+
+/**
+ * Rows named by their ids, each found through the primary key (the Dialect's rowIdsSql), that still meet
+ * `where`, if given: a cascade's rows, and a sweep's (../expiry/sweep.ts), whose expiry is read again.
+ */
+export interface RowIds {
+  ids: readonly number[];
+  where?: Sql;
 }
 
 /** Rows as a change by filter answers them (ChangedRows), from their events' rows or versioned rows, in id order. */

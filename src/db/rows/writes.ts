@@ -11,7 +11,7 @@ import type { Dialect, KeyBounds, SqlValue, WriteTx } from '../engine/dialect.ts
 import type { PagedDialect } from '../engine/read-port.ts';
 import { byId, withinIndex } from '../engine/sql/pages.ts';
 import { sortedSql } from '../engine/sql/relations.ts';
-import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../engine/sql/rows.ts';
+import { deleteKeysByIdSql, deleteRowSql, deleteRowsByIdSql, deleteSortKeysSql, matchedRowsSql } from '../engine/sql/rows.ts';
 import type { Sql } from '../engine/sql/template.ts';
 import { appendEvents, type EventReason } from '../events/events.ts';
 import { liveWhere } from '../expiry/live.ts';
@@ -28,6 +28,7 @@ import {
   noSuchRow,
   preconditionFailed,
   type RowGuard,
+  type RowIds,
   type VersionedRow,
   versionMatches,
   type WriteOptions,
@@ -120,7 +121,7 @@ async function followDeletes(db: Dialect, trx: WriteTx, writes: RowWrites, accou
       const naming = await matchedRows(db, trx, relation.source, where, MAX_FOLLOWING_ROWS);
       for (let from = 0; from < naming.length; from += IDS_PER_DELETE) {
         const part = naming.slice(from, from + IDS_PER_DELETE).map((row) => row.id);
-        await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, db.rowIdsSql(part), part.length);
+        await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, { ids: part }, part.length);
       }
     } else {
       await writes.patchWhere(relation.sourceName, where, { format: 'merge', fields: { [relation.field]: null } }, MAX_FOLLOWING_ROWS);
@@ -158,7 +159,7 @@ export async function deleteRowIn(
 }
 
 /**
- * Deletes every row of the collection that `where` matches, all or none (at most `max`, else 400 with
+ * Deletes every row of the collection that `match` matches (a filter, or ids), all or none (at most `max`, else 400 with
  * nothing deleted), with one delete event each, in id order, with consecutive seqs, and follows the
  * relations naming them (followDeletes); answers them as their events carry them. `reason`: why, when
  * no request asked (the sweeper's expiries, ../expiry/sweep.ts), on their events alone, not on those
@@ -170,7 +171,7 @@ export async function deleteRowsIn(
   writes: RowWrites,
   accountId: number,
   collection: string,
-  where: Sql,
+  match: Sql | RowIds,
   max: number,
   options?: WriteOptions<ChangedRows>,
   reason?: EventReason,
@@ -178,18 +179,22 @@ export async function deleteRowsIn(
   if (options?.once) await beginOnce(db, trx, accountId, options.once);
   // The collection's row first, held until commit: no write of the collection comes between the match and the delete.
   const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-  const matched = await matchedRows(db, trx, id, where, max);
+  const matched = await matchedRows(db, trx, id, match, max);
   let rows: EventRow[] = [];
   if (matched.length > 0) {
     const links = await db.schemas.links(readIn(db, trx), schemaId);
     if (links) await holdFollowers(db, trx, accountId, links, new Set([id]));
     const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
-    // Deleted by the ids matched, through the primary keys, not by the filter again: the collection is
-    // held, so they are the rows it matches, and a filter read twice in one statement is a plan the
+    // Deleted by the ids matched, each through the primary keys, not by the filter again: the collection
+    // is held, so they are the rows it matches, and a filter read twice in one statement is a plan the
     // database may get wrong (docs/expiry.md, "Deleted within seconds").
-    const byId = db.rowIdsSql(matched.map((row) => row.id));
-    if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(byId.sql), [id, id, ...byId.params], true);
-    await db.run(trx, deleteRowsWhereSql(byId.sql), [id, ...byId.params], true);
+    const ids = matched.map((row) => row.id);
+    if (sorted.length > 0) {
+      const keys = db.keyRowIdsSql(id, ids);
+      await db.run(trx, deleteKeysByIdSql(keys.sql), keys.params, true);
+    }
+    const byId = db.rowIdsSql(id, ids);
+    await db.run(trx, deleteRowsByIdSql(byId.sql), byId.params, true);
     rows = matched.map((row) => eventRow(row.id, row.data));
     await appendEvents(db, trx, id, lastSeq, 'delete', rows, reason);
     if (links)

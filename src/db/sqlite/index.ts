@@ -22,8 +22,9 @@ import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
+import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
+import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { ackStreamsSql, claimStreamsSql, streamAcksProcedure } from './sql/webhooks.ts';
@@ -77,6 +78,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     // On the read-only connection of point reads, which sees every write committed before it begins.
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     pruneOnceSql,
+    refreshExpiriesSql,
     claimStreamsSql,
     ackStreamsSql,
     writerWakeMs,
@@ -87,6 +89,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     filterSql,
     keyBoundsSql,
     rowIdsSql,
+    keyRowIdsSql,
     // One writer at a time: a request of another process with the same key waits for this one's commit,
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,

@@ -28,5 +28,15 @@ export const sqliteSchema: DialectSchema = {
         for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
       },
     },
+    '0026_row_expiry_in_writes': {
+      // Each write of a row's text sets its expiry in its own statement (sql/expiry.ts, rowExpiry): the
+      // triggers cost every write, into a collection without a time to live too (docs/performance.md).
+      async up(knex) {
+        for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
+      },
+      async down(knex) {
+        for (const sql of expiryTriggersSql) await knex.raw(sql);
+      },
+    },
   },
 };

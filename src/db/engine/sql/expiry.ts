@@ -1,7 +1,8 @@
 // The SQL of rows that expire both dialects run (openapi.yaml, the `expiry` tag; docs/expiry.md): a
 // collection's time to live is the name of its rows' field (`ttl_field`, null for none); each row's
-// expiry, in ms since the epoch, is `rows.expires_at`, which each dialect's trigger fills from that field
-// on every write (sqlite/sql/expiry.ts, postgres/sql/expiry.ts), indexed where it is not null.
+// expiry, in ms since the epoch, is `rows.expires_at`, which every write of a row's text sets from that
+// field in its own statement (sqlite/sql/expiry.ts, postgres/sql/expiry.ts: rowExpiry, refreshExpiriesSql),
+// indexed where it is not null.
 
 /** The collection's id and time to live's field (null for none), by account and name. */
 export const collectionTtlSql = 'select id, ttl_field from collections where account_id = ? and name = ?';
@@ -9,8 +10,6 @@ export const collectionTtlSql = 'select id, ttl_field from collections where acc
 export const ttlOfCollectionSql = 'select ttl_field from collections where id = ?';
 /** Sets the collection `?`'s time to live's field to `?` (null: none). */
 export const setTtlSql = 'update collections set ttl_field = ? where id = ?';
-/** Writes the collection `?`'s rows again as they are, so that the trigger sets each one's expiry by the field now named. */
-export const refreshExpiriesSql = 'update rows set data = data where collection_id = ?';
 /** How many of the collection `?`'s rows have expired by `?` (ms since the epoch). */
 export const expiredCountSql = 'select count(*) as total from rows where collection_id = ? and expires_at <= ?';
 /** The first `?` of the collection `?`'s rows expired by `?` (ms since the epoch), in id order. */
@@ -47,9 +46,10 @@ export const expiringCollectionsSql = `select c.id, c.account_id, c.name from co
   order by c.id limit ?`;
 
 /**
- * A sweep's rows, as a filter of a delete by filter (../rows/writes.ts) on the collection `?`: those
- * expired at `?` (ms since the epoch), the first `?` to expire, found through the expiry index. Read
- * again by the delete in its transaction, which holds the collection: a row patched to expire later
- * meanwhile, or deleted by another instance's sweep, is not among them.
+ * A sweep's rows: the ids of the collection `?`'s rows expired at `?` (ms since the epoch), the first `?`
+ * to expire, found through the expiry index (../expiry/sweep.ts).
  */
-export const expiredRowsWhere = 'id in (select id from rows where collection_id = ? and expires_at <= ? order by expires_at limit ?)';
+export const expiredRowIdsSql = 'select id from rows where collection_id = ? and expires_at <= ? order by expires_at limit ?';
+
+/** A sweep's rows read again by their delete, inside its write (a condition on `rows`): still expired at `?`. */
+export const stillExpiredWhere = 'expires_at <= ?';

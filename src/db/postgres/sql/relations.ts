@@ -9,12 +9,22 @@ import { idList } from './collections.ts';
 export const existingIdsSql = `select id from rows where collection_id = ? and ${idList} order by id for key share`;
 
 /**
- * The rows whose id is one of `ids`, as a condition on `rows` with one binding however many they are: a
- * cascade's rows, deleted by id (../../rows/writes.ts, followDeletes), read through the primary key. A
- * filter's `$in` of the same ids, an OR of as many equalities, made the planner scan the whole table
- * once it held some hundred thousand rows (docs/performance.md, "Related rows").
+ * The rows of the collection `collectionId` whose id is one of `ids`, as a condition on `table` (`rows`,
+ * or `sort_keys` for their keys, its column `column`) that needs no other, with one binding however many
+ * they are: a cascade's rows and a sweep's, read and deleted by id (../../rows/writes.ts). Each id is a
+ * probe of the table's primary key of its own (`offset 0` keeps the planner from turning it into a join),
+ * and the rows are then read by their places (`ctid`). Under the statistics of a collection just filled,
+ * which count one row for its `collection_id`, PostgreSQL read `id = any(…)` beside the collection's id
+ * as a filter over the whole collection, and a sort key's `row_id` through `sort_keys_order`, where it is
+ * the last column (docs/performance.md, "Rows that expire"); the collection's id as a subquery's is not
+ * read from those statistics, so each probe takes the primary key. A filter's `$in` of the same ids, an
+ * OR of as many equalities, made the planner scan the whole table once it held some hundred thousand
+ * rows (docs/performance.md, "Related rows").
  */
-export const rowIdsSql = (ids: readonly number[]) => ({
-  sql: "rows.id = any(string_to_array(?::text, ',')::bigint[])",
-  params: [ids.join(',')],
+const byIds = (table: string, column: string) => (collectionId: number, ids: readonly number[]) => ({
+  sql: `${table}.ctid = any(array(select p.ctid from unnest(string_to_array(?::text, ',')::bigint[]) d(id)
+    cross join lateral (select ctid from ${table} where collection_id = (select ?::integer) and ${column} = d.id offset 0) p))`,
+  params: [ids.join(','), collectionId],
 });
+export const rowIdsSql = byIds('rows', 'id');
+export const keyRowIdsSql = byIds('sort_keys', 'row_id');

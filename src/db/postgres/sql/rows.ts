@@ -3,7 +3,7 @@
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
 import { jsonbOf } from '../jsonb.ts';
 import { keyColumns } from './collections.ts';
-import { liveRow } from './expiry.ts';
+import { liveRow, rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
 /**
@@ -15,7 +15,7 @@ import { rowJsonSql } from './reads.ts';
 export const advanceReadingRowSql = `with counters as (update collections
     set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
     where account_id = ? and name = ?
-    returning id, last_row_id, last_seq, sorted, schema_id, search)
+    returning id, last_row_id, last_seq, sorted, schema_id, search, ttl_field)
   select c.*, r.data as current, r.version
     from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and ${liveRow('rows')} for update) r on true`;
 
@@ -28,21 +28,24 @@ export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as 
 
 /**
  * Sets the texts of many rows of the collection `?` (a change by filter): `?` the seq before the first
- * of their update events, `?` a JSON array of `[id, text]`, each row's version that seq plus its place.
+ * of their update events, `?` a JSON array of `[id, text]`, each row's version that seq plus its place,
+ * and its expiry by the collection's time to live (./expiry.ts).
  */
-export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality
-  from json_array_elements(?::json) with ordinality x
-  where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint`;
+export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality,
+    expires_at = ${rowExpiry('x.value ->> 1', 'c.ttl_field')}
+  from json_array_elements(?::json) with ordinality x, collections c
+  where rows.collection_id = ? and c.id = rows.collection_id and rows.id = (x.value ->> 0)::bigint`;
 
 /**
  * A patch of one row, once advanceReadingRowSql has held its collection and read it: the row's text
  * and version, its update event and the NOTIFY of the change (rows.ts, listenForChanges), as one statement, where
  * appendEvents() would send two more. $1 the row's new text, $2 the seq of its event (its version),
  * $3 the collection's id, $4 the row's id; $5 and $6 the row and the row as it was, as eventRow() makes
- * them; $7 the event's time; $8 and $9 the NOTIFY's channel and payload.
+ * them; $7 the event's time; $8 and $9 the NOTIFY's channel and payload; $10 the collection's time to live's
+ * field, as advanceReadingRowSql read it (null for none), by which the row's expiry is set (./expiry.ts).
  */
 export const updateRowSql = `with updated as (
-    update rows set data = $1, version = $2 where collection_id = $3 and id = $4
+    update rows set data = $1, version = $2, expires_at = ${rowExpiry('$1', '$10::text')} where collection_id = $3 and id = $4
   ), logged as (
     insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
   )
@@ -212,13 +215,14 @@ function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, aft
   return `with ${before}counters as (
     update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
       where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}${searchedIf[String(searched)]}
-      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
         to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
   ), batch as (
-    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at${rowColumns}
+    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field${rowColumns}
       from counters c, ${rows}
   ), stored as (
-    insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+    insert into rows (collection_id, id, data, version, expires_at)
+      select collection_id, id, data, seq, ${rowExpiry('data', 'ttl_field')} from batch
   ), logged as (
     insert into events (collection_id, seq, type, row_id, row, at)
       select collection_id, seq, 'insert', id, ${rowJsonSql}, at
@@ -236,8 +240,11 @@ function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, aft
 /**
  * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` the version of
  * the first (each next row's the next), `?` their ids joined by commas, `?` their texts one a line
- * (JSON.stringify writes no line feed), in the same order.
+ * (JSON.stringify writes no line feed), in the same order; each row's expiry by the collection's time to
+ * live (./expiry.ts), which an import sets before its rows.
  */
-export const importRowsSql = `insert into rows (collection_id, id, data, version)
-  select ?::integer, t.id, t.data, ?::bigint + t.n - 1
-    from unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n)`;
+export const importRowsSql = `insert into rows (collection_id, id, data, version, expires_at)
+  select c.id, t.id, t.data, f.first + t.n - 1, ${rowExpiry('t.data', 'c.ttl_field')}
+    from (select ?::integer as collection_id, ?::bigint as first) f
+      join collections c on c.id = f.collection_id,
+      unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n)`;

@@ -6,10 +6,17 @@
 export const existingIdsSql = "select id from rows where collection_id = ?1 and id in (select value from json_each('[' || ?2 || ']'))";
 
 /**
- * The rows whose id is one of `ids`, as a condition on `rows` with one binding however many they are: a
- * cascade's rows, deleted by id (../../rows/writes.ts, followDeletes).
+ * The rows of the collection `collectionId` whose id is one of `ids`, as a condition on `rows` that needs
+ * no other, with one binding for the ids however many they are: a cascade's rows and a sweep's, read and
+ * deleted by id (../../rows/writes.ts), through the primary key.
  */
-export const rowIdsSql = (ids: readonly number[]) => ({
-  sql: 'rows.id in (select value from json_each(?))',
-  params: [JSON.stringify(ids)],
+export const rowIdsSql = (collectionId: number, ids: readonly number[]) => ({
+  sql: 'rows.collection_id = ? and rows.id in (select value from json_each(?))',
+  params: [collectionId, JSON.stringify(ids)],
+});
+
+/** rowIdsSql of the rows' sort keys, as a condition on `sort_keys`, through its primary key. */
+export const keyRowIdsSql = (collectionId: number, ids: readonly number[]) => ({
+  sql: 'sort_keys.collection_id = ? and sort_keys.row_id in (select value from json_each(?))',
+  params: [collectionId, JSON.stringify(ids)],
 });

@@ -7,7 +7,7 @@ import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../engine/sql/collections.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
 import { fieldJoin, keyColumns } from './collections.ts';
-import { liveRow } from './expiry.ts';
+import { liveRow, rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
 /**
@@ -62,8 +62,8 @@ const rowInserts = `
   create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
     update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
       where id = new.collection_id;
-    insert into rows (collection_id, id, data, version)
-      select c.id, c.last_row_id - new.n + 1 + t.key, t.value, c.last_seq - new.n + 1 + t.key
+    insert into rows (collection_id, id, data, version, expires_at)
+      select c.id, c.last_row_id - new.n + 1 + t.key, t.value, c.last_seq - new.n + 1 + t.key, ${rowExpiry('t.value', 'c.ttl_field')}
       from collections c, json_each(new.texts) t where ${collection};
     ${insertEvents(`select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
@@ -123,9 +123,10 @@ const rowPatches = (n: number) => {
   const row = 'r.rowid = new.rid';
   const fields = Array.from({ length: n }, (_, i) => `new.fields ->> '$[${i}][0]', json(new.fields ->> '$[${i}][1]')`);
   const patched = n > 0 ? `json_set(r.data, ${fields.join(', ')})` : 'r.data';
-  // The row's version is the seq of its update event (openapi.yaml, ETag), even for a patch of no field.
-  const setFields = n > 0 ? `data = ${patched}, ` : '';
-  const setRow = `update rows as r set ${setFields}version = (select last_seq from collections where id = new.collection_id) where ${row};`;
+  // The row's version is the seq of its update event (openapi.yaml, ETag), even for a patch of no field;
+  // its expiry by the text as patched (./expiry.ts), read only in a collection with a time to live.
+  const setFields = n > 0 ? `data = ${patched}, expires_at = ${rowExpiry(patched, 'c.ttl_field')}, ` : '';
+  const setRow = `update rows as r set ${setFields}version = c.last_seq from collections c where ${collection} and ${row};`;
   return `
   create temp view if not exists row_patches_${n} (collection_id, i, rid, fields, at) as select null, null, null, null, null where 0;
   create temp trigger if not exists row_patches_${n}_write instead of insert on row_patches_${n} begin
@@ -212,13 +213,15 @@ export const onceAnswersSql = `select j.key as i, k.request_hash, k.status, k.he
   cross join idempotency_keys k on k.account_id = j.value ->> 0 and k.key = j.value ->> 1 and k.expires_at > j.value ->> 2`;
 
 /**
- * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` the version of
- * the first (each next row's the next), `?` a JSON array of `[id, text]`, the text the row's fields but
- * id as JSON.stringify wrote them. A cold path, in a
- * transaction with the import's counters, events and sort keys.
+ * An import's rows (../imports.ts), with the ids they bring: `?1` the collection's id, `?2` the version of
+ * the first (each next row's the next), `?3` a JSON array of `[id, text]`, the text the row's fields but
+ * id as JSON.stringify wrote them; each row's expiry by the collection's time to live (./expiry.ts),
+ * which an import sets before its rows. A cold path, in a transaction with the import's counters,
+ * events and sort keys.
  */
-export const importRowsSql =
-  'insert into rows (collection_id, id, data, version) select ?, value ->> 0, value ->> 1, ? + key from json_each(?)';
+export const importRowsSql = `insert into rows (collection_id, id, data, version, expires_at)
+  select c.id, j.value ->> 0, j.value ->> 1, ?2 + j.key, ${rowExpiry('j.value ->> 1', 'c.ttl_field')}
+    from collections c, json_each(?3) j where c.id = ?1`;
 
 /**
  * pruneOnceSql of the Dialect, on SQLite: of the `?2` answers stored first (by rowid, the order they were
