@@ -16,8 +16,8 @@ import type { FeedView } from './view.ts';
 export class Delivery {
   /** The JSON of each message of the change, by what it shows (shownFor). */
   private readonly texts = new Map<string, string>();
-  /** Each message encoded, by encoding and what it shows. */
-  private readonly encoded = new Map<string, Buffer>();
+  /** Each message encoded, by encoding, then by what it shows. */
+  private readonly encoded = new Map<Encoding, Map<string, Buffer>>();
 
   constructor(
     private readonly collection: string,
@@ -44,11 +44,15 @@ export class Delivery {
   encodedFor(view: FeedView, encoding: Encoding): Buffer | undefined {
     const shown = this.shownFor(view);
     if (!shown) return undefined;
-    const key = `${encoding.name} ${shown.key}`;
-    let bytes = this.encoded.get(key);
+    let encoded = this.encoded.get(encoding);
+    if (!encoded) {
+      encoded = new Map();
+      this.encoded.set(encoding, encoded);
+    }
+    let bytes = encoded.get(shown.key);
     if (!bytes) {
       bytes = encoding.encode(shown.text, this.event.type, this.event.seq);
-      this.encoded.set(key, bytes);
+      encoded.set(shown.key, bytes);
     }
     return bytes;
   }

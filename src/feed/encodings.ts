@@ -4,7 +4,7 @@
 import { textFrame } from './frames.ts';
 
 export interface Encoding {
-  /** Tells the encodings apart where messages encoded once are kept (delivery.ts). */
+  /** What the client reads: a feed socket's frames, server-sent events, or JSON Lines. */
   readonly name: 'websocket' | 'sse' | 'jsonl';
   /**
    * The bytes of the message whose JSON is `text` and whose type is `type`; `id`: the seq a client
@@ -27,3 +27,23 @@ export const serverSentEvents: Encoding = {
 
 /** One message a line (JSON Lines). */
 export const jsonLines: Encoding = { name: 'jsonl', encode: (text) => Buffer.from(`${text}\n`) };
+
+/**
+ * `encoding`, each message also framed as one chunk of a chunked HTTP/1.1 body (RFC 9112 §7.1): the
+ * bytes a changes stream writes to its response's socket as they are (sinks.ts), one Buffer for every
+ * stream it goes to, where the response would frame it per stream, in three writes.
+ */
+function chunkedOf(encoding: Encoding): Encoding {
+  return {
+    name: encoding.name,
+    encode(text, type, id) {
+      const bytes = encoding.encode(text, type, id);
+      return Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, CRLF]);
+    },
+  };
+}
+
+const CRLF = Buffer.from('\r\n');
+
+/** Each encoding of the changes streams, framed as chunks (chunkedOf): made once, as messages are kept encoded by their encoding (delivery.ts). */
+export const chunked = new Map<Encoding, Encoding>([serverSentEvents, jsonLines].map((encoding) => [encoding, chunkedOf(encoding)]));

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/accounts/keys.ts';
+import type { FeedStart } from '../db/events/events.ts';
 import type { Store } from '../db/open-store.ts';
 import { unavailable } from '../errors.ts';
 import { FEED_OPERATION, type Observer } from '../http/observe.ts';
@@ -92,6 +93,16 @@ export interface Feed {
    * that goes away stops it at once, and its place is given back.
    */
   waitForPage(poll: PollWait): LaterAnswer;
+  /**
+   * Where a long poll of the account's collection after `since` starts (Store.feedStart), when this
+   * instance's tail of it knows without a read (Tail.startAfter); else undefined.
+   */
+  startAfter(accountId: number, collection: string, since: number | undefined): Promise<FeedStart | undefined> | undefined;
+  /**
+   * Keeps this instance's tail of the account's collection, made if need be, a moment past the last
+   * long poll that asks (Tail.linger), also one that answers at once: the next finds it live.
+   */
+  keepTail(accountId: number, collectionId: number, collection: string): void;
   /** The deliveries after `after` that this instance's tail of the collection still holds, or undefined (Tail.changesAfter). */
   changesAfter(collectionId: number, after: number, limit: number, atLeast: number): readonly Delivery[] | undefined;
   /** Long polls waiting on this instance (waitForPage). */
@@ -265,6 +276,8 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       return polls.waiting;
     },
     waitForPage: (poll) => polls.later(poll),
+    startAfter: (accountId, collection, since) => tails.named(accountId, collection)?.startAfter(since),
+    keepTail: (accountId, collectionId, collection) => tails.of(accountId, collectionId, collection).linger(),
     changesAfter: (collectionId, after, limit, atLeast) => tails.following(collectionId)?.changesAfter(after, limit, atLeast),
     lag: () => tails.lag(),
     pruner,

@@ -3,10 +3,11 @@
 // (bufferedAmount), which the subscriber bounds.
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { Logger } from '../log.ts';
-import { type Encoding, websocketFrames } from './encodings.ts';
+import { chunked, type Encoding, websocketFrames } from './encodings.ts';
 import { writeFrame } from './frames.ts';
 import { type CloseCode, closeCodes } from './messages.ts';
 
@@ -95,37 +96,52 @@ export class WebSocketSink implements Sink {
 /** How long an EventSource waits before it reconnects (the `retry` field, in ms). */
 const SSE_RETRY_MS = 1000;
 
+/** The comments of a server-sent event stream: written by every stream alike, made once. */
+const HEARTBEAT = Buffer.from(': heartbeat\n\n');
+const RETRY = Buffer.from(`retry: ${SSE_RETRY_MS}\n\n`);
+
 /**
  * The response of a changes stream, its head already written: server-sent events or JSON Lines. Its
  * heartbeat is a comment (server-sent events; JSON Lines has none, and relies on TCP keep-alive); a close
  * ends the response, after a comment naming why (server-sent events), but a slow consumer's, which
- * drops the connection with what it had yet to take.
+ * drops the connection with what it had yet to take. A chunked body (HTTP/1.1) takes its messages
+ * framed as chunks once for every stream (encodings.ts, chunked), written to the response's socket as
+ * they are, as a feed socket takes its frames; its comments the response frames.
  */
 export class ResponseSink implements Sink {
   readonly closed: Promise<unknown>;
+  readonly encoding: Encoding;
   /** What runs once the response has closed (onClose): all from one listener of its, each of which costs an idle stream a few hundred bytes. */
   private readonly closing: (() => void)[] = [];
+  /** Where messages framed as chunks are written; undefined: the response frames them. */
+  private readonly socket: Socket | undefined;
 
   constructor(
     private readonly response: ServerResponse,
-    readonly encoding: Encoding,
+    encoding: Encoding,
     keepAliveMs: number,
   ) {
     this.closed = new Promise<void>((resolve) => this.closing.push(resolve));
     response.once('close', () => {
       for (const listener of this.closing) listener();
     });
-    response.socket?.setKeepAlive(true, keepAliveMs);
-    if (encoding.name === 'sse') response.write(`retry: ${SSE_RETRY_MS}\n\n`);
+    const { socket } = response;
+    socket?.setKeepAlive(true, keepAliveMs);
+    // A response has its socket once its head is written, but a pipelined request's, which waits for the answers before it.
+    const framed = response.chunkedEncoding && socket ? chunked.get(encoding) : undefined;
+    this.socket = framed && (socket as Socket);
+    this.encoding = framed ?? encoding;
+    if (encoding.name === 'sse') response.write(RETRY);
   }
 
   get bufferedAmount(): number {
+    // The response's, and its socket's.
     return this.response.writableLength;
   }
 
   write(bytes: Buffer, written?: (error?: Error | null) => void): boolean {
     if (this.response.writableEnded || this.response.destroyed) return false;
-    this.response.write(bytes, written);
+    (this.socket ?? this.response).write(bytes, written);
     return true;
   }
 
@@ -138,7 +154,7 @@ export class ResponseSink implements Sink {
   }
 
   heartbeat(): void {
-    if (this.encoding.name === 'sse') this.write(Buffer.from(': heartbeat\n\n'));
+    if (this.encoding.name === 'sse') this.comment(HEARTBEAT);
   }
 
   close({ code, reason }: CloseCode): void {
@@ -146,7 +162,7 @@ export class ResponseSink implements Sink {
       this.response.destroy();
       return;
     }
-    if (this.encoding.name === 'sse') this.write(Buffer.from(`: closed ${code} ${reason}\n\n`));
+    if (this.encoding.name === 'sse') this.comment(Buffer.from(`: closed ${code} ${reason}\n\n`));
     this.response.end();
   }
 
@@ -156,5 +172,10 @@ export class ResponseSink implements Sink {
 
   onClose(listener: () => void): void {
     this.closing.push(listener);
+  }
+
+  /** A comment of a server-sent event stream, which the response frames. */
+  private comment(bytes: Buffer): void {
+    if (!this.response.writableEnded && !this.response.destroyed) this.response.write(bytes);
   }
 }

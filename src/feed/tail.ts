@@ -1,5 +1,5 @@
 // A collection's tail: reads its events after the last one forwarded and hands each to who follows it.
-import type { StoredEvent } from '../db/events/events.ts';
+import type { FeedStart, StoredEvent } from '../db/events/events.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { CompiledRules } from '../rules/compile.ts';
@@ -14,6 +14,14 @@ import type { Waiter } from './waiter.ts';
  * (changesAfter), where a new tail would read before anything.
  */
 const LINGER_MS = 2000;
+
+/**
+ * The deliveries a tail keeps for its long polls (changesAfter), besides the page it forwarded last:
+ * two of the pages tails.ts reads (PAGE), in events and in the characters of their rows. A poll some
+ * changes behind, as its client was busy, is answered from them, where one read of its own per poll
+ * held up the others (docs/performance.md, "Idle long polls and streams").
+ */
+const RECENT = { events: 1000, chars: 2 * 1024 * 1024 };
 
 /** Who follows a tail: a feed socket or changes stream (Subscriber), or a long poll (Waiter). */
 type Follower = Pick<Subscriber | Waiter, 'deliver' | 'start' | 'collectionDeleted' | 'close' | 'useRules' | 'heldToRules' | 'once'>;
@@ -47,10 +55,10 @@ export class Tail {
   private cursor: number | undefined;
   /** The collection's latest seq as the last read found it. */
   private latest = 0;
-  /** The deliveries of the last RECENT_PAGES pages forwarded, ending at `cursor`: what long polls are answered from (changesAfter). */
+  /** The deliveries forwarded last, ending at `cursor`: what long polls are answered from (changesAfter), as RECENT bounds them. */
   private recent: Delivery[] = [];
-  /** How many of `recent` the page before the last holds. */
-  private recentBefore = 0;
+  /** The characters of their rows (StoredEvent.chars). */
+  private recentChars = 0;
   private readonly subscribers = new Set<Follower>();
   private readonly joining = new Set<Follower>();
   /** While no one follows it: the timer that ends it (LINGER_MS). */
@@ -70,7 +78,7 @@ export class Tail {
 
   /**
    * The deliveries after `after`, when this tail has forwarded every change up to the latest seq it read
-   * and to `atLeast` (the latest a caller read itself), still holds them (the last two pages forwarded),
+   * and to `atLeast` (the latest a caller read itself), still holds them (RECENT),
    * and they are `limit` at most: a long poll's page without a read (handlers/feed.ts). None when `after`
    * is the seq forwarded last. Undefined when it cannot tell: the caller reads the events table.
    */
@@ -81,6 +89,24 @@ export class Tail {
     const from = recent.length - (cursor - after);
     if (from < 0 || cursor - after > limit) return undefined;
     return recent.slice(from);
+  }
+
+  /**
+   * Where a long poll after `since` (undefined: the latest) starts, known without a read of its own
+   * (Store.feedStart), or undefined when this tail cannot tell. A read under way, or asked for, is
+   * waited for first (one read for every poll that asks meanwhile): a commit of this process wakes the
+   * tail before the client that made it hears back, so that once the tail has read what it was told
+   * of, the seq it forwarded last is the collection's latest as far as this instance knows. It tells
+   * when it holds every event after `since` (RECENT), which were retained a
+   * moment ago at least; a later seq, or an earlier one, is read.
+   */
+  async startAfter(since: number | undefined): Promise<FeedStart | undefined> {
+    if (this.reading || this.again) await this.idle;
+    const { cursor } = this;
+    if (cursor === undefined || this.ended || cursor < this.latest) return undefined;
+    const oldestHeld = cursor - this.recent.length;
+    if (since !== undefined && (since > cursor || since < oldestHeld)) return undefined;
+    return { collectionId: this.options.collectionId, lastSeq: cursor, resumableFrom: oldestHeld };
   }
 
   /** Makes `subscriber` live as soon as the tail has caught up with what is committed now. */
@@ -117,9 +143,20 @@ export class Tail {
   private leave(subscriber: Follower): void {
     this.subscribers.delete(subscriber);
     this.joining.delete(subscriber);
-    if (this.subscribers.size > 0 || this.joining.size > 0 || this.ended || this.lingering) return;
+    this.linger();
+  }
+
+  /**
+   * While no one follows it, it is kept LINGER_MS from now, reading what is committed (its first read
+   * made now, if it made none): a long poll asks again within a round trip, and finds it live
+   * (startAfter, changesAfter), also one that did not wait, as it had changes to answer at once.
+   */
+  linger(): void {
+    if (this.subscribers.size > 0 || this.joining.size > 0 || this.ended) return;
+    this.stay();
     this.lingering = setTimeout(() => this.end(() => {}), LINGER_MS);
     this.lingering.unref();
+    if (this.cursor === undefined && !this.reading) this.wake();
   }
 
   /** Followed again, or ending: it no longer lingers. */
@@ -171,7 +208,7 @@ export class Tail {
         for (const subscriber of this.subscribers) subscriber.close(closeCodes.gone);
         this.cursor = latest;
         this.recent = [];
-        this.recentBefore = 0;
+        this.recentChars = 0;
         break;
       }
       const deliveries: Delivery[] = [];
@@ -193,14 +230,19 @@ export class Tail {
   }
 
   /**
-   * Keeps the deliveries of the last two pages forwarded, ending with `deliveries`: at most two pages'
-   * rows (tails.ts, PAGE), and as many as woken long polls and those that ask again a change or two
-   * behind need. Older ones, and a page's after a gap, are read from the events table.
+   * Keeps the deliveries forwarded last, ending with `deliveries`: those of the last page, and older ones
+   * as RECENT bounds them, as many as woken long polls and those that ask again some changes behind
+   * need. Older ones, and a page's after a gap, are read from the events table.
    */
   private keep(deliveries: Delivery[]): void {
-    const last = this.recent.length - this.recentBefore;
-    this.recent = [...this.recent.slice(this.recentBefore), ...deliveries];
-    this.recentBefore = last;
+    const recent = [...this.recent, ...deliveries];
+    for (const delivery of deliveries) this.recentChars += delivery.event.chars ?? 0;
+    let dropped = 0;
+    while (recent.length - dropped > deliveries.length && (recent.length - dropped > RECENT.events || this.recentChars > RECENT.chars)) {
+      this.recentChars -= recent[dropped].event.chars ?? 0;
+      dropped++;
+    }
+    this.recent = dropped === 0 ? recent : recent.slice(dropped);
   }
 
   /**

@@ -9,6 +9,8 @@ export const PAGE = { limit: 500, maxChars: 1024 * 1024 };
 
 export class Tails {
   private readonly tails = new Map<number, Tail>();
+  /** The same tails by their account's id and collection's name (named()). */
+  private readonly byName = new Map<string, Tail>();
   // Heard only while some collection has a tail: a write that no one follows costs the feed nothing.
   private readonly wake = (collectionId: number) => this.tails.get(collectionId)?.wake();
   private readonly wakeAll = () => {
@@ -35,11 +37,17 @@ export class Tails {
     return this.tails.get(collectionId);
   }
 
+  /** The tail that follows the account's collection of that name for this instance, if one does. */
+  named(accountId: number, collection: string): Tail | undefined {
+    return this.byName.get(`${accountId} ${collection}`);
+  }
+
   /** The tail that follows the account's collection for this instance, made when none does. */
   of(accountId: number, collectionId: number, collection: string): Tail {
     const existing = this.tails.get(collectionId);
     if (existing) return existing;
     const { store } = this;
+    const name = `${accountId} ${collection}`;
     const created: Tail = new Tail({
       collectionId,
       collection,
@@ -49,12 +57,14 @@ export class Tails {
       onEnd: () => {
         if (this.tails.get(collectionId) !== created) return;
         this.tails.delete(collectionId);
+        this.byName.delete(name);
         if (this.tails.size === 0) store.changes.off('change', this.wake);
       },
       log: this.log,
     });
     if (this.tails.size === 0) store.changes.on('change', this.wake);
     this.tails.set(collectionId, created);
+    this.byName.set(name, created);
     return created;
   }
 

@@ -14,7 +14,7 @@ import { validateFeedQuery } from '../../generated/feed-validators.js';
 import openapi from '../../generated/openapi-server.json' with { type: 'json' };
 import { hashKey } from '../api-keys/hash.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { EventType } from '../db/events/events.ts';
+import type { EventType, FeedStart } from '../db/events/events.ts';
 import type { Store } from '../db/open-store.ts';
 import {
   ApiError,
@@ -130,6 +130,11 @@ export interface SubscriptionQuery {
   since?: number;
   /** The name of the parameter that holds `since`, for its errors. Default `since`. */
   sinceName?: string;
+  /**
+   * Where it starts when that is known without a read (a waiting long poll's, from the feed's tail:
+   * Feed.startAfter); undefined, or none given: Store.feedStart reads it.
+   */
+  knownStart?: (accountId: number, collection: string, since: number | undefined) => Promise<FeedStart | undefined> | undefined;
 }
 
 /** A subscription checked: what FeedRequest says, and where it starts. */
@@ -159,7 +164,9 @@ export async function subscriptionOf(
   if (principal.collections && !principal.collections.has(query.collection)) throw collectionNotFound(query.collection);
   // A search tests the rows' words in the fields of the collection's search index as it is now.
   const filter = await store.searchFilter(principal.accountId, query.collection, read);
-  const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
+  const { collectionId, lastSeq, resumableFrom } =
+    (await query.knownStart?.(principal.accountId, query.collection, query.since)) ??
+    (await store.feedStart(principal.accountId, query.collection));
   // With a publishable key, 403 where the rules refuse the subscription, as they refuse a read.
   const heldToRules = endUser && { ...endUser, rules: await store.findRules(principal.accountId, query.collection) };
   const subscription: Subscription = {

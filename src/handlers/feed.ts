@@ -45,6 +45,9 @@ export const feedHandlers: Handlers<'getChanges'> = {
       filter: query.filter,
       since: resumeFrom ?? query.since,
       sinceName: resumeFrom === undefined ? 'since' : 'last-event-id',
+      // A long poll that may wait starts where the feed's tail knows, without a read: a commit it has
+      // not heard of yet wakes the poll as it waits (a page that does not wait reads the latest seq).
+      knownStart: !encoding && query.wait > 0 ? feed.startAfter : undefined,
     });
     if (encoding) {
       return {
@@ -55,6 +58,7 @@ export const feedHandlers: Handlers<'getChanges'> = {
       };
     }
     const { limit, wait } = query;
+    if (wait > 0) feed.keepTail(principal.accountId, subscription.collectionId, subscription.collection);
     const page = await pageAfter(store, feed, subscription, subscription.since, limit);
     if (wait === 0 || !isEmpty(page)) return answerPage(headers, page);
     // A long poll that waits holds one of the account's places, as a stream does: with none left, it answers at once.
@@ -119,7 +123,7 @@ async function pageAfter(store: Store, feed: Deps['feed'], subscription: Subscri
   const recent = feed.changesAfter(collectionId, since, limit, lastSeq);
   if (!recent) return readPage(store, subscription, since, limit);
   const texts = textsOf(recent, kinds, view);
-  // The tail holds up to two pages it forwarded: more than a page's characters is read as a page, bounded.
+  // The tail holds up to two pages' worth (tail.ts, RECENT): more than a page's characters is read as a page, bounded.
   if (texts.reduce((chars, text) => chars + text.length, 0) > PAGE_CHARS) return readPage(store, subscription, since, limit);
   return { texts, nextSince: recent.at(-1)?.event.seq ?? since, caughtUp: true };
 }

@@ -4,6 +4,7 @@ import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
 import type { AccountContracts } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
+import type { FeedStart } from '../db/events/events.ts';
 import type { Store } from '../db/open-store.ts';
 import type { Delivery } from '../feed/delivery.ts';
 import type { Encoding } from '../feed/encodings.ts';
@@ -71,11 +72,13 @@ export interface Deps {
   feed: ChangesFeed;
 }
 
-/** What the changes over HTTP use of the real-time feed (feed/feed.ts, Feed: openStream, placeForPoll, waitForPage, changesAfter). */
+/** What the changes over HTTP use of the real-time feed (feed/feed.ts, Feed: openStream, placeForPoll, waitForPage, startAfter, keepTail, changesAfter). */
 interface ChangesFeed {
   openStream(request: FeedRequest, encoding: Encoding): StreamedBody;
   placeForPoll(accountId: number): (() => void) | undefined;
   waitForPage(poll: PollWait): LaterAnswer;
+  startAfter(accountId: number, collection: string, since: number | undefined): Promise<FeedStart | undefined> | undefined;
+  keepTail(accountId: number, collectionId: number, collection: string): void;
   changesAfter(collectionId: number, after: number, limit: number, atLeast: number): readonly Delivery[] | undefined;
 }
 

@@ -22,6 +22,8 @@ export interface StoredEvent {
   at: string;
   /** A delete's reason (asyncapi.yaml, DeleteMessage): undefined for a request's. */
   reason?: EventReason;
+  /** The characters of its rows' JSON as stored (the row, and the row before), as readEvents() read them. */
+  chars?: number;
 }
 
 /**
@@ -129,5 +131,6 @@ export async function readEvents({ query }: Dialect, collectionId: number, page:
     previous: event.previous === null ? undefined : JSON.parse(event.previous),
     at: event.at,
     reason: event.reason ?? undefined,
+    chars: event.row.length + (event.previous?.length ?? 0),
   }));
 }
