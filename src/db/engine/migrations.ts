@@ -466,6 +466,18 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
 /** A migration that changes nothing on a dialect. */
 const unchanged: Knex.Migration = { async up() {}, async down() {} };
 
+/** A dialect's migration that runs the statements `up`, one after another, and `down` to undo them. */
+export function statements(up: readonly string[], down: readonly string[]): Knex.Migration {
+  return {
+    async up(knex) {
+      for (const sql of up) await knex.raw(sql);
+    },
+    async down(knex) {
+      for (const sql of down) await knex.raw(sql);
+    },
+  };
+}
+
 /** Migrations ship inside the code, so a bare `npm start` needs no migrations folder. */
 export function migrationSource(schema: DialectSchema): Knex.MigrationSource<string> {
   const all = migrations(schema);

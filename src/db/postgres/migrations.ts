@@ -1,7 +1,7 @@
 // PostgreSQL's own steps of the schema (../migrations.ts), and the type of a sort key's string: text in
 // the "C" collation, which compares by code point.
 import type { Knex } from 'knex';
-import type { DialectSchema } from '../engine/migrations.ts';
+import { type DialectSchema, statements } from '../engine/migrations.ts';
 import { replaceKey } from '../engine/sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
 import { keyColumns } from './sql/collections.ts';
@@ -93,15 +93,8 @@ export const postgresSchema: DialectSchema = {
         await knex.raw('drop function if exists rowbase_relation_missing()');
       },
     },
-    '0025_row_expiry_triggers': {
-      // Each row's expiry set from its collection's field before every write of it (sql/expiry.ts).
-      async up(knex) {
-        for (const sql of expiryTriggersSql) await knex.raw(sql);
-      },
-      async down(knex) {
-        for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
-      },
-    },
+    // Each row's expiry set from its collection's field before every write of it (sql/expiry.ts).
+    '0025_row_expiry_triggers': statements(expiryTriggersSql, dropExpiryTriggersSql),
     '0026_row_expiry_in_writes': {
       // Each write of a row's text sets its expiry in its own statement, by the function (sql/expiry.ts,
       // rowExpiry): the trigger cost every write, into a collection without a time to live too

@@ -84,12 +84,12 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     writerWakeMs,
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
-    isUniqueViolation,
-    isDeadlock,
     filterSql,
     keyBoundsSql,
     rowIdsSql,
     keyRowIdsSql,
+    isUniqueViolation,
+    isDeadlock,
     // One writer at a time: a request of another process with the same key waits for this one's commit,
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,

@@ -1,6 +1,6 @@
 // SQLite's own steps of the schema (../engine/migrations.ts).
 import type { Knex } from 'knex';
-import type { DialectSchema } from '../engine/migrations.ts';
+import { type DialectSchema, statements } from '../engine/migrations.ts';
 import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
 import { searchTables } from './sql/search.ts';
 
@@ -19,24 +19,10 @@ export const sqliteSchema: DialectSchema = {
   searchTables,
   own: {
     '0013_sqlite_answers_pruned_oldest_first': answersPrunedOldestFirst,
-    '0025_row_expiry_triggers': {
-      // Each row's expiry set from its collection's field on every write of it (sql/expiry.ts).
-      async up(knex) {
-        for (const sql of expiryTriggersSql) await knex.raw(sql);
-      },
-      async down(knex) {
-        for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
-      },
-    },
-    '0026_row_expiry_in_writes': {
-      // Each write of a row's text sets its expiry in its own statement (sql/expiry.ts, rowExpiry): the
-      // triggers cost every write, into a collection without a time to live too (docs/performance.md).
-      async up(knex) {
-        for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
-      },
-      async down(knex) {
-        for (const sql of expiryTriggersSql) await knex.raw(sql);
-      },
-    },
+    // Each row's expiry set from its collection's field on every write of it (sql/expiry.ts).
+    '0025_row_expiry_triggers': statements(expiryTriggersSql, dropExpiryTriggersSql),
+    // Each write of a row's text sets its expiry in its own statement (sql/expiry.ts, rowExpiry): the
+    // triggers cost every write, into a collection without a time to live too (docs/performance.md).
+    '0026_row_expiry_in_writes': statements(dropExpiryTriggersSql, expiryTriggersSql),
   },
 };
