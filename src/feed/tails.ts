@@ -57,7 +57,8 @@ export class Tails {
       onEnd: () => {
         if (this.tails.get(collectionId) !== created) return;
         this.tails.delete(collectionId);
-        this.byName.delete(name);
+        // A collection made again by its name has a tail of its own under the name by now.
+        if (this.byName.get(name) === created) this.byName.delete(name);
         if (this.tails.size === 0) store.changes.off('change', this.wake);
       },
       log: this.log,

@@ -123,7 +123,7 @@ async function pageAfter(store: Store, feed: Deps['feed'], subscription: Subscri
   const recent = feed.changesAfter(collectionId, since, limit, lastSeq);
   if (!recent) return readPage(store, subscription, since, limit);
   const texts = textsOf(recent, kinds, view);
-  // The tail holds up to two pages' worth (tail.ts, RECENT): more than a page's characters is read as a page, bounded.
+  // The tail holds more than a page (tail.ts, RECENT): more than a page's characters is read as a page, bounded.
   if (texts.reduce((chars, text) => chars + text.length, 0) > PAGE_CHARS) return readPage(store, subscription, since, limit);
   return { texts, nextSince: recent.at(-1)?.event.seq ?? since, caughtUp: true };
 }
