@@ -54,7 +54,11 @@ function start(): Held {
     : new Worker(entry);
   const started: Held = { worker, waiting: new Map() };
   held = started;
-  worker.on('message', ({ id, answer }: { id: number; answer: unknown }) => started.waiting.get(id)?.resolve(answer));
+  worker.on('message', ({ id, answer, failed }: { id: number; answer?: unknown; failed?: string }) => {
+    const waiting = started.waiting.get(id);
+    if (failed === undefined) waiting?.resolve(answer);
+    else waiting?.reject(new Error(`the declarations' worker failed: ${failed}`));
+  });
   const fail = (error: Error) => {
     if (held === started) held = undefined;
     for (const { reject } of started.waiting.values()) reject(error);

@@ -15,6 +15,11 @@ async function answerOf(job: AsideJob): Promise<unknown> {
   return diffAnswer(job.contractDiff);
 }
 
+// A job that fails fails alone: its error goes back to its caller, and the worker answers the next.
 parentPort?.on('message', async ({ id, job }: { id: number; job: AsideJob }) => {
-  parentPort?.postMessage({ id, answer: await answerOf(job) });
+  try {
+    parentPort?.postMessage({ id, answer: await answerOf(job) });
+  } catch (error) {
+    parentPort?.postMessage({ id, failed: String((error as Error)?.stack ?? error) });
+  }
 });
