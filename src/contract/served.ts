@@ -3,10 +3,10 @@
 // publishable key, what its caller may use: each collection's rules compiled once per version, and the
 // caller's view of them (caller.ts) part of the tag, so that a change of the rules, read with the
 // collections on every request, shows at once, on every instance.
-import { parse } from 'yaml';
 import type { StoredRules } from '../db/rules/rules.ts';
 import { type Claims, CompiledRulesCache } from '../rules/compile.ts';
 import { accountAsyncApi, accountOpenApi, type CollectionContract, documentTag } from './account.ts';
+import { parseBases } from './bases.ts';
 import { DocumentCache } from './cache.ts';
 import { collectionView, type DocumentCaller, takesPublishable } from './caller.ts';
 
@@ -39,7 +39,7 @@ export class AccountContracts {
    */
   private get bases() {
     if (!this.parsed) {
-      const bases = { openapi: parse(this.texts.openapi), asyncapi: parse(this.texts.asyncapi) };
+      const bases = parseBases(this.texts);
       this.parsed = { bases, feedTakesPublishable: takesPublishable(bases.openapi, 'openFeed') };
     }
     return this.parsed;
@@ -56,12 +56,7 @@ export class AccountContracts {
     publishable?: { claims: Claims },
     version: '3.1' | '3.2' = '3.1',
   ): { tag: string; json: () => string } {
-    const { bases, feedTakesPublishable } = this.bases;
-    const base = bases[kind];
-    const caller: DocumentCaller = publishable ? { publishable: true, feed: feedTakesPublishable } : {};
-    const contracts = publishable
-      ? this.viewed(collections, publishable.claims)
-      : collections.map(({ name, schema, relations, ttl }) => ({ name, schema, relations, ttl }));
+    const { base, contracts, caller } = this.inputs(kind, collections, publishable);
     const tag = documentTag(base, contracts, caller);
     if (kind === 'openapi' && version === '3.2') {
       // The same document as OpenAPI 3.2 (openapi-32.ts), under a tag of its own.
@@ -69,6 +64,26 @@ export class AccountContracts {
       return { tag: tag32, json: () => this.documents.get(tag32, () => JSON.stringify(accountOpenApi(base, contracts, caller, '3.2'))) };
     }
     return { tag, json: () => this.documents.get(tag, () => JSON.stringify(build[kind](base, contracts, caller))) };
+  }
+
+  /**
+   * The document `document()` answers (OpenAPI 3.1), as the object it is built as, neither kept nor
+   * made text: its parts are shared with the base documents and with other documents built of them, so
+   * it is not to be changed.
+   */
+  built(kind: ContractKind, collections: readonly ServedCollection[], publishable?: { claims: Claims }): object {
+    const { base, contracts, caller } = this.inputs(kind, collections, publishable);
+    return build[kind](base, contracts, caller);
+  }
+
+  /** What the document of `kind` for `collections` (and `publishable`'s caller) is built of. */
+  private inputs(kind: ContractKind, collections: readonly ServedCollection[], publishable: { claims: Claims } | undefined) {
+    const { bases, feedTakesPublishable } = this.bases;
+    const caller: DocumentCaller = publishable ? { publishable: true, feed: feedTakesPublishable } : {};
+    const contracts = publishable
+      ? this.viewed(collections, publishable.claims)
+      : collections.map(({ name, schema, relations, ttl }) => ({ name, schema, relations, ttl }));
+    return { base: bases[kind], contracts, caller };
   }
 
   /** The collections whose rules grant a caller with `claims` anything, each with what they grant. */

@@ -8,7 +8,7 @@ import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { checkTtlField } from '../expiry/ttl.ts';
 import { holdsRelated, holdsSearch, parseFilter, pointerToken } from '../query/filter.ts';
 import { checkRules } from '../rules/rules.ts';
-import { checkRowSchema, type RowSchema } from '../schema/check.ts';
+import { checkRowSchema, checkRowSchemaBeforeCompiling, compileToCheck, type RowSchema } from '../schema/check.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Declaration, DeclaredCollection, DeclaredIssuer, DeclaredWebhook, OnDelete, SecretRef } from './format.ts';
 import { place } from './format.ts';
@@ -37,6 +37,17 @@ export type Secrets = (env: string) => string | undefined;
 export interface CheckOptions {
   /** Whether URLs may name private addresses (ROWBASE_WEBHOOKS_ALLOW_PRIVATE); default false. */
   allowPrivate?: boolean;
+  /**
+   * When given, a new schema is checked but for its compile (checkRowSchema's last step, most of the
+   * checks' time), and listed here to be compiled later (compileSchemas). Default: none, each compiled at once.
+   */
+  toCompile?: SchemaToCompile[];
+}
+
+/** A declared schema the checks left to compile, and its place in the declaration. */
+export interface SchemaToCompile {
+  schema: RowSchema;
+  at: string;
 }
 
 /**
@@ -53,7 +64,7 @@ export async function targetOf(declaration: Declaration, current: Model, secrets
     collections = {};
     let since = performance.now();
     for (const [name, declared] of Object.entries(declaration.collections)) {
-      collections[name] = collectionOf(name, declared, current.collections?.[name]);
+      collections[name] = collectionOf(name, declared, current.collections?.[name], options.toCompile);
       // A new schema is compiled to be checked, milliseconds each: the requests of others go between.
       if (performance.now() - since > CHECKS_AT_ONCE_MS) {
         await yieldToRequests();
@@ -97,11 +108,16 @@ function within(error: unknown, under: string): never {
  * as the collection holds now (`held`) were checked when they were set, and are not again (compiling a
  * schema is most of a plan's time over many collections).
  */
-function collectionOf(name: string, declared: DeclaredCollection, held: ModelCollection | undefined): ModelCollection {
+function collectionOf(
+  name: string,
+  declared: DeclaredCollection,
+  held: ModelCollection | undefined,
+  toCompile: SchemaToCompile[] | undefined,
+): ModelCollection {
   const at = `/collections/${pointerToken(name)}`;
   const kept = (part: 'schema' | 'rules') => held?.[part] != null && same(declared[part], held[part]);
   const schema =
-    declared.schema === undefined ? null : kept('schema') ? (held?.schema ?? null) : checkRowSchema(declared.schema, `${at}/schema`);
+    declared.schema === undefined ? null : kept('schema') ? (held?.schema ?? null) : newSchema(declared.schema, `${at}/schema`, toCompile);
   let rules: ModelCollection['rules'] = kept('rules') ? (held?.rules ?? null) : null;
   if (declared.rules !== undefined && rules === null) {
     try {
@@ -141,6 +157,30 @@ function collectionOf(name: string, declared: DeclaredCollection, held: ModelCol
     }
   }
   return { schema, indexes, search: declared.search ? { fields: declared.search.fields } : null, relations, rules, ttl };
+}
+
+/** A new schema checked (checkRowSchema), or, with `toCompile`, checked but for its compile, which is listed there unless done before. */
+function newSchema(declared: unknown, at: string, toCompile: SchemaToCompile[] | undefined): RowSchema {
+  if (!toCompile) return checkRowSchema(declared, at);
+  const { checked, compiled } = checkRowSchemaBeforeCompiling(declared, at);
+  if (!compiled) toCompile.push({ schema: checked, at });
+  return checked;
+}
+
+/**
+ * Compiles the schemas the checks left to compile (CheckOptions.toCompile), in order, letting other
+ * requests' work go first every CHECKS_AT_ONCE_MS: 400 for the first that does not compile, as
+ * checkRowSchema refuses it.
+ */
+export async function compileSchemas(toCompile: readonly SchemaToCompile[]): Promise<void> {
+  let since = performance.now();
+  for (const { schema, at } of toCompile) {
+    compileToCheck(schema, at);
+    if (performance.now() - since > CHECKS_AT_ONCE_MS) {
+      await yieldToRequests();
+      since = performance.now();
+    }
+  }
 }
 
 /** 400 for an index over a field that `schema` types as an object or array only (a search index's words may be in an array). */

@@ -77,13 +77,25 @@ function servedOf(model: Record<string, ModelCollection>, names: ReadonlySet<str
 /**
  * The document as api-smart-diff compares it: an OpenAPI document as it is; an AsyncAPI 3 document, which
  * it does not read (it reads AsyncAPI 2), as the JSON Schema whose $defs are its schemas, its messages'
- * payloads among them, whose changes it classifies as a JSON Schema's.
+ * payloads among them, whose changes it classifies as a JSON Schema's. The maps the parts that hold no
+ * change are left out of (withoutSamePaths, withoutSameComponents) are its own; the rest is the
+ * document's, shared with the base documents, and not changed.
  */
-function comparable(kind: ContractKind, document: { components?: { schemas?: unknown } }): object {
-  return kind === 'openapi'
-    ? document
-    : { $schema: 'https://json-schema.org/draft/2020-12/schema', $defs: document.components?.schemas ?? {} };
+function comparable(kind: ContractKind, document: { paths?: object; components?: Record<string, object> }): object {
+  if (kind === 'asyncapi') return { $schema: 'https://json-schema.org/draft/2020-12/schema', $defs: { ...document.components?.schemas } };
+  const components = Object.fromEntries(
+    Object.entries(document.components ?? {}).map(([section, entries]) => [section, isMap(entries) ? { ...entries } : entries]),
+  );
+  return { ...document, ...(document.paths ? { paths: { ...document.paths } } : {}), ...(document.components ? { components } : {}) };
 }
+
+const isMap = (value: unknown): value is object => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * `document` (comparable()) as a value of its own, which api-smart-diff may change as it compares (it
+ * writes what it makes of each part back into the document it walks).
+ */
+const copied = (document: object): object => JSON.parse(JSON.stringify(document));
 
 type Paths = { paths?: Record<string, unknown> };
 
@@ -98,7 +110,8 @@ function withoutSamePaths(was: Paths, will: Paths, names: ReadonlySet<string>): 
   for (const path of Object.keys(was.paths ?? {})) {
     const collection = own(path);
     if (collection !== undefined && names.has(collection)) continue;
-    if (will.paths && path in will.paths && canonical(was.paths?.[path]) === canonical(will.paths[path])) {
+    const [before, after] = [was.paths?.[path], will.paths?.[path]];
+    if (will.paths && path in will.paths && (before === after || canonical(before) === canonical(after))) {
       delete was.paths?.[path];
       delete will.paths[path];
     }
@@ -138,6 +151,22 @@ function refsOf(kind: ContractKind, value: unknown, into: Set<string>): Set<stri
 }
 
 /**
+ * refsOf() of a part of a document, found once for each part: the base documents' parts, the same
+ * objects in every document built of them, are walked once in a worker's life. Parts are never changed.
+ */
+const namedBy = { openapi: new WeakMap<object, Set<string>>(), asyncapi: new WeakMap<object, Set<string>>() };
+
+function refsOfPart(kind: ContractKind, part: unknown): ReadonlySet<string> {
+  if (part === null || typeof part !== 'object') return new Set();
+  let named = namedBy[kind].get(part);
+  if (named === undefined) {
+    named = refsOf(kind, part, new Set());
+    namedBy[kind].set(part, named);
+  }
+  return named;
+}
+
+/**
  * Leaves out of both documents the components that hold no change and bear on none: those the same in
  * each, which neither the paths left (withoutSamePaths) nor a component kept names, and which name no
  * component that changed. What api-smart-diff reports is the same; it walks only what is left (the
@@ -163,10 +192,10 @@ function withoutSameComponents(kind: ContractKind, was: object, will: object): v
     if (
       before === undefined ||
       after === undefined ||
-      (JSON.stringify(before) !== JSON.stringify(after) && canonical(before) !== canonical(after))
+      (before !== after && JSON.stringify(before) !== JSON.stringify(after) && canonical(before) !== canonical(after))
     )
       changed.add(key);
-    names.set(key, refsOf(kind, values, new Set()));
+    names.set(key, new Set([...refsOfPart(kind, before), ...refsOfPart(kind, after)]));
   }
   // What changed, and what names it, however indirectly: its meaning changes with it.
   const affected = new Set(changed);
@@ -180,7 +209,9 @@ function withoutSameComponents(kind: ContractKind, was: object, will: object): v
   }
   // Kept: those, what the paths name, and whatever the kept name.
   const waiting = [...affected];
-  for (const document of [was, will]) waiting.push(...refsOf(kind, (document as Paths).paths ?? {}, new Set()));
+  for (const document of [was, will]) {
+    for (const item of Object.values((document as Paths).paths ?? {})) waiting.push(...refsOfPart(kind, item));
+  }
   const kept = new Set<string>();
   for (let key = waiting.pop(); key !== undefined; key = waiting.pop()) {
     if (kept.has(key)) continue;
@@ -242,13 +273,11 @@ function contractDiff(current: Model, target: Model, documents: Record<ContractK
     for (const kind of ['openapi', 'asyncapi'] as const) {
       for (const viewer of ['secret', 'publishable'] as const) {
         const publishable = viewer === 'publishable' ? { claims: null } : undefined;
-        const [was, will] = sides.map((collections) =>
-          comparable(kind, JSON.parse(served.document(kind, collections, publishable).json())),
-        );
+        const [was, will] = sides.map((collections) => comparable(kind, served.built(kind, collections, publishable)));
         if (kind === 'openapi') withoutSamePaths(was as Paths, will as Paths, names);
         withoutSameComponents(kind, was, will);
         const listed = diff.documents[kind][viewer];
-        for (const { type, action, path, description } of apiCompare(was, will).diffs) {
+        for (const { type, action, path, description } of apiCompare(copied(was), copied(will)).diffs) {
           const change = { type, action, path: pointerOf(path), ...(description ? { description } : {}) };
           const key = `${kind} ${viewer} ${canonical(change)}`;
           if (seen.has(key)) continue;

@@ -1,10 +1,11 @@
 // The declaration file (`rowbase.yaml`, JSON accepted too; docs/declarations.md): its types, and its reading
 // within bounds, every refusal a 400 (a 413 for its size) whose errors name each place wrong by a JSON
 // Pointer into it. What it means is checked next (checks.ts); its JSON Schema is
-// schemas/declaration.schema.json, which editors complete and check the file with.
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+// schemas/declaration.schema.json, which editors complete and check the file with, and which
+// `npm run generate` compiles into the validator read here (generated/declaration-validator.js).
+import type { ErrorObject } from 'ajv';
 import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument, stringify } from 'yaml';
-import schema from '../../schemas/declaration.schema.json' with { type: 'json' };
+import { validate } from '../../generated/declaration-validator.js';
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { isObject, pointerToken } from '../query/filter.ts';
 import { aside } from './aside.ts';
@@ -122,7 +123,6 @@ export function parseDeclaration(text: string): Declaration {
     throw validationFailed('A secret is never written in the declaration: name the environment variable that holds it, as {env: NAME}.', [
       ...inline.map((pointer) => place(pointer, 'is a secret written inline: write {env: NAME} instead')),
     ]);
-  const validate = validator();
   if (!validate(value)) {
     // The errors of each branch of a oneOf say less than the oneOf's own.
     const errors = (validate.errors ?? []).filter((error) => !error.schemaPath.includes('/oneOf/')).map(placeOf);
@@ -158,13 +158,6 @@ export function readAnswer(text: string): ReadAnswer {
     if (error instanceof ApiError) return { refused: { code: error.code, detail: error.detail, options: error.options } };
     return { failed: String((error as Error)?.stack ?? error) };
   }
-}
-
-let compiled: ValidateFunction | undefined;
-/** The declaration's JSON Schema compiled, the first time a declaration is read. */
-function validator(): ValidateFunction {
-  compiled ??= new Ajv2020({ allErrors: false, strict: true, strictRequired: false }).compile(schema);
-  return compiled;
 }
 
 /** An error of Ajv as the place it names, the member it is about included. */

@@ -13,7 +13,7 @@ import { expiryNow } from '../expiry/ttl.ts';
 import { pointerToken } from '../query/filter.ts';
 import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
-import { type CheckOptions, type Secrets, targetOf } from './checks.ts';
+import { type CheckOptions, compileSchemas, type SchemaToCompile, type Secrets, targetOf } from './checks.ts';
 import { type ContractDiff, contractDiffAside } from './contract.ts';
 import { type Declaration, place, readDeclaration } from './format.ts';
 import { canonical, declarationOfLive, type Model, modelOfLive } from './model.ts';
@@ -91,11 +91,26 @@ function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
   return checks;
 }
 
-/** The plan of `declaration` (read already: parseDeclaration) for the account, as it is now. */
+/**
+ * The plan of `declaration` (read already: parseDeclaration) for the account, as it is now. The new
+ * schemas are compiled (the last of their checks, most of the checks' time) while the contract's diff
+ * runs in its worker; when one does not compile, the declaration is checked again in order, so that the
+ * refusal is the one of its first place wrong, as when each schema is compiled as it is checked.
+ */
 export async function makePlan(store: Store, accountId: number, declaration: Declaration, secrets: Secrets, options: PlanOptions) {
   const live = await store.readAccountModel(accountId);
   const current = modelOfLive(live);
-  const target = await targetOf(declaration, current, secrets, options);
+  const toCompile: SchemaToCompile[] = [];
+  const target = await targetOf(declaration, current, secrets, { ...options, toCompile });
+  const contract = options.documents ? contractDiffAside(current, target, options.documents) : undefined;
+  // Its failure is the plan's once the schemas have compiled, not before: awaited below.
+  contract?.catch(() => {});
+  try {
+    await compileSchemas(toCompile);
+  } catch (error) {
+    await targetOf(declaration, current, secrets, options);
+    throw error;
+  }
   const { changes } = planChanges(target, current, live, secrets);
   const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current), expiryNow());
   for (const { object, ...rows } of impacts) {
@@ -106,7 +121,7 @@ export async function makePlan(store: Store, accountId: number, declaration: Dec
     if (change.kind === 'ttl') change.destroys_data = true;
   }
   const plan: Plan = { format: 'rowbase-plan', version: 1, declaration, live: digestsOf(current), changes };
-  if (options.documents) plan.contract = await contractDiffAside(current, target, options.documents);
+  if (contract) plan.contract = await contract;
   return plan;
 }
 
