@@ -5,7 +5,7 @@
 
 -- advanceSql
 update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id, search;
+where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, uniques, schema_id, search;
 
 -- lockAccountSql
 update accounts set id = id where id = ?;
@@ -58,24 +58,27 @@ select id from collections where account_id = ? and name = ?;
 delete from search_rows where collection_id = ?;
 
 -- deleteCollectionSqls[1]
-delete from rows where collection_id = ?;
+delete from unique_keys where collection_id = ?;
 
 -- deleteCollectionSqls[2]
-delete from events where collection_id = ?;
+delete from rows where collection_id = ?;
 
 -- deleteCollectionSqls[3]
-delete from sort_keys where collection_id = ?;
+delete from events where collection_id = ?;
 
 -- deleteCollectionSqls[4]
-delete from collection_schemas where collection_id = ?;
+delete from sort_keys where collection_id = ?;
 
 -- deleteCollectionSqls[5]
-delete from collection_indexes where collection_id = ?;
+delete from collection_schemas where collection_id = ?;
 
 -- deleteCollectionSqls[6]
-delete from webhook_streams where collection_id = ?;
+delete from collection_indexes where collection_id = ?;
 
 -- deleteCollectionSqls[7]
+delete from webhook_streams where collection_id = ?;
+
+-- deleteCollectionSqls[8]
 delete from collections where id = ?;
 
 -- ensureAccountSql
@@ -200,7 +203,7 @@ select id, data from rows where collection_id = ? and id > ? order by id limit 1
 -- importAdvanceSql
 update collections set last_seq = last_seq + ?, row_count = row_count + ?,
   last_row_id = case when last_row_id < ? then ? else last_row_id end
-where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id, search;
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, uniques, schema_id, search;
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
@@ -244,7 +247,7 @@ where collection_id = (select id from collections where account_id = ? and name 
 with counters as (update collections
   set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
   where account_id = ? and name = ?
-  returning id, last_row_id, last_seq, sorted, schema_id, search, ttl_field)
+  returning id, last_row_id, last_seq, sorted, uniques, schema_id, search, ttl_field)
 select c.*, r.data as current, r.version
   from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) for update) r on true;
 
@@ -632,7 +635,7 @@ group by k;
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint and search is null
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, uniques, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field
@@ -655,6 +658,17 @@ with counters as (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), uniqued as (
+  insert into unique_keys (collection_id, row_id, index_id, key)
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
+    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+      from counters c,
+        jsonb_array_elements(c.uniques::jsonb) as u(value),
+        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
 
@@ -668,7 +682,7 @@ with keys as materialized (
 ), counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $9::bigint and (select held from holds) and search is null
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, uniques, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field, t.request
@@ -691,6 +705,17 @@ with keys as materialized (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), uniqued as (
+  insert into unique_keys (collection_id, row_id, index_id, key)
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
+    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+      from counters c,
+        jsonb_array_elements(c.uniques::jsonb) as u(value),
+        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
 ), bodies as (
   select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
@@ -713,7 +738,7 @@ select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint and search is null
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, uniques, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field
@@ -736,6 +761,17 @@ with counters as (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), uniqued as (
+  insert into unique_keys (collection_id, row_id, index_id, key)
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
+    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+      from counters c,
+        jsonb_array_elements(c.uniques::jsonb) as u(value),
+        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
 ), named as (
   select r.id
     from counters c
@@ -752,7 +788,7 @@ select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_no
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, uniques, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field
@@ -775,6 +811,17 @@ with counters as (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), uniqued as (
+  insert into unique_keys (collection_id, row_id, index_id, key)
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
+    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+      from counters c,
+        jsonb_array_elements(c.uniques::jsonb) as u(value),
+        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
 
@@ -788,7 +835,7 @@ with keys as materialized (
 ), counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $9::bigint and (select held from holds)
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, uniques, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field, t.request
@@ -811,6 +858,17 @@ with keys as materialized (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), uniqued as (
+  insert into unique_keys (collection_id, row_id, index_id, key)
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
+    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+      from counters c,
+        jsonb_array_elements(c.uniques::jsonb) as u(value),
+        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
 ), bodies as (
   select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
@@ -833,7 +891,7 @@ select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
     where account_id = $1 and name = $2 and schema_id = $7::bigint and search = $9::text
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, uniques, search, ttl_field,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field, t.words
@@ -856,6 +914,17 @@ with counters as (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), uniqued as (
+  insert into unique_keys (collection_id, row_id, index_id, key)
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
+    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+      from counters c,
+        jsonb_array_elements(c.uniques::jsonb) as u(value),
+        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
 ), worded as (
   insert into search_rows (collection_id, row_id, words)
     select collection_id, id, coalesce((select string_agg('''' || collection_id || '_' || w || ''':' || least(at, 16383), ' ')

@@ -5,7 +5,7 @@
 
 -- advanceSql
 update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id, search;
+where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, uniques, schema_id, search;
 
 -- lockAccountSql
 update accounts set id = id where id = ?;
@@ -58,24 +58,27 @@ select id from collections where account_id = ? and name = ?;
 delete from search_rows where collection_id = ?;
 
 -- deleteCollectionSqls[1]
-delete from rows where collection_id = ?;
+delete from unique_keys where collection_id = ?;
 
 -- deleteCollectionSqls[2]
-delete from events where collection_id = ?;
+delete from rows where collection_id = ?;
 
 -- deleteCollectionSqls[3]
-delete from sort_keys where collection_id = ?;
+delete from events where collection_id = ?;
 
 -- deleteCollectionSqls[4]
-delete from collection_schemas where collection_id = ?;
+delete from sort_keys where collection_id = ?;
 
 -- deleteCollectionSqls[5]
-delete from collection_indexes where collection_id = ?;
+delete from collection_schemas where collection_id = ?;
 
 -- deleteCollectionSqls[6]
-delete from webhook_streams where collection_id = ?;
+delete from collection_indexes where collection_id = ?;
 
 -- deleteCollectionSqls[7]
+delete from webhook_streams where collection_id = ?;
+
+-- deleteCollectionSqls[8]
 delete from collections where id = ?;
 
 -- ensureAccountSql
@@ -200,7 +203,7 @@ select id, data from rows where collection_id = ? and id > ? order by id limit 1
 -- importAdvanceSql
 update collections set last_seq = last_seq + ?, row_count = row_count + ?,
   last_row_id = case when last_row_id < ? then ? else last_row_id end
-where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id, search;
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, uniques, schema_id, search;
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
@@ -943,6 +946,11 @@ from (select json_extract(t.value, '$.' || c.ttl_field) as v limit 1 offset 0)) 
   from (select c.id as collection_id, f.key as slot, c.last_row_id - new.n + 1 + r.key as id, k.type as t, k.atom as v
     from collections c, json_each(c.sorted) f, json_each(new.texts) r left join json_each(r.value) k on k.key = f.value
     where c.id = new.collection_id);
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, c.last_row_id - new.n + 1 + r.key, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.value -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, json_each(new.texts) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
   insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
     select new.account_id, o.value ->> 0, o.value ->> 1, 201,
       case when o.value ->> 5 = 1
@@ -981,6 +989,11 @@ create temp trigger if not exists row_patches_0_write instead of insert on row_p
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_1
@@ -1009,6 +1022,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_2
@@ -1037,6 +1055,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_3
@@ -1065,6 +1088,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_4
@@ -1093,6 +1121,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_5
@@ -1121,6 +1154,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_6
@@ -1149,6 +1187,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_7
@@ -1177,6 +1220,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_8
@@ -1205,6 +1253,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_9
@@ -1233,6 +1286,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_10
@@ -1261,6 +1319,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_11
@@ -1289,6 +1352,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_12
@@ -1317,6 +1385,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_13
@@ -1345,6 +1418,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_14
@@ -1373,6 +1451,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_15
@@ -1401,6 +1484,11 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
 -- writer setup: row_patches_16
@@ -1429,4 +1517,9 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  insert into unique_keys (collection_id, row_id, index_id, key)
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;;

@@ -166,6 +166,33 @@ describeEachBackend('indexes', (backend) => {
       expect((await client.get(`/v1/collections/${name}/indexes`)).body).to.deep.equal([]);
     });
 
+    it('frees its values once dropped, and keys the rows written meanwhile when declared again', async () => {
+      const name = await collectionWith([{ email: 'a' }, { email: 'b' }], { fields: ['email'], unique: true });
+      expect((await client.delete(`/v1/collections/${name}/indexes/email`)).status).to.equal(204);
+      expect((await client.post(`/v1/collections/${name}/rows`, [{ email: 'a' }])).status).to.equal(201);
+      const again = await client.post<Problem>(`/v1/collections/${name}/indexes`, { fields: ['email'], unique: true });
+      expect(again.status).to.equal(409);
+      expect(again.body).to.deep.include({ code: 'unique_conflict', duplicates: [{ values: ['a'], ids: [1, 3] }] });
+      expect((await client.delete(`/v1/collections/${name}/rows/3`)).status).to.equal(204);
+      expect((await client.post(`/v1/collections/${name}/indexes`, { fields: ['email'], unique: true })).status).to.equal(201);
+      const repeated = await client.post<Problem>(`/v1/collections/${name}/rows`, [{ email: 'b' }]);
+      expect(repeated.status).to.equal(409);
+      expect(repeated.body).to.include({ code: 'unique_violation', existing_id: 2 });
+    });
+
+    it('keeps the values of each of two unique indexes of a collection apart, and of two collections', async () => {
+      const name = await collectionWith([{ a: 1, b: 1 }], { fields: ['a'], unique: true });
+      expect((await client.post(`/v1/collections/${name}/indexes`, { fields: ['b'], unique: true })).status).to.equal(201);
+      const other = await collectionWith([{ a: 1, b: 1 }], { fields: ['a'], unique: true });
+      const byB = await client.post<Problem>(`/v1/collections/${name}/rows`, [{ a: 2, b: 1 }]);
+      expect(byB.status).to.equal(409);
+      expect(byB.body).to.deep.include({ code: 'unique_violation', fields: ['b'], existing_id: 1 });
+      // A patch of the other field's row moves its key: the value it left is free.
+      expect((await client.patch(`/v1/collections/${name}/rows/1`, { b: 2 })).status).to.equal(200);
+      expect((await client.post(`/v1/collections/${name}/rows`, [{ a: 2, b: 1 }])).status).to.equal(201);
+      expect((await client.post(`/v1/collections/${other}/rows`, [{ a: 2, b: 2 }])).status).to.equal(201);
+    });
+
     it('lets exactly one of 50 concurrent writers of one value win', async () => {
       const name = await collectionWith([], { fields: ['email'], unique: true });
       const answers = await Promise.all(

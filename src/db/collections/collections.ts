@@ -5,7 +5,7 @@ import { expiryNow } from '../../expiry/ttl.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../../schema/check.ts';
-import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, UniqueIndexes, WriteTx } from '../engine/dialect.ts';
 import {
   advanceSql,
   collectionIdSql,
@@ -150,8 +150,9 @@ export async function collectionId({ query }: Dialect, accountId: number, name: 
 /**
  * Moves the counters of the account's collection by one change: `events` events, `rowIds` new ids and
  * `rowDelta` rows added or removed. Returns the collection's id, the last row id and event seq, now
- * taken, the fields it has sort indexes for (sort-indexes.ts), its schema id (schemas.ts, 0 for
- * none) and its search index (search-indexes.ts), if it has one; 404 when the account has no such collection.
+ * taken, the fields it has sort indexes for (sort-indexes.ts), its unique indexes (indexes.ts), its
+ * schema id (schemas.ts, 0 for none) and its search index (search-indexes.ts), if it has one; 404 when
+ * the account has no such collection.
  *
  * It is the first statement of every write transaction, and a write: the transaction takes the write
  * lock at once (waiting its turn, where a read first would fail on SQLite when another process wrote
@@ -164,6 +165,7 @@ export async function advance(db: Dialect, trx: WriteTx, accountId: number, coll
     last_row_id: number | string;
     last_seq: number | string;
     sorted: string;
+    uniques: string;
     schema_id: number | string;
     search: string | null;
   }>(trx, advanceSql, [rowIds, events, rowDelta, accountId, collection]);
@@ -174,6 +176,7 @@ export async function advance(db: Dialect, trx: WriteTx, accountId: number, coll
     lastRowId: Number(counters.last_row_id),
     lastSeq: Number(counters.last_seq),
     sorted: JSON.parse(counters.sorted) as string[],
+    uniques: JSON.parse(counters.uniques) as UniqueIndexes,
     schemaId: Number(counters.schema_id),
     search: searchIndexOf(id, counters.search),
   };

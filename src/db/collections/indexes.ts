@@ -1,16 +1,16 @@
 // Declared indexes of a collection (openapi.yaml, createIndex): each a row of collection_indexes. A unique
-// index is an index of the database itself, on the rows of its collection alone (a partial expression
-// index, each dialect's own: UniqueIndexSql), so that the database keeps it whatever writes it, and of
-// concurrent writers of one value exactly one wins. Its name is `rows_unique_<id>`, the id of its row.
-// Every index, unique or not, also makes a sort index of each of its fields (sort-indexes.ts).
-//
-// The DDL names the fields in the SQL text, as no binding can stand in an index's expression: only names
-// that IndexField's pattern takes reach it (plainField, checked again here).
+// index keeps a key of each row of its collection in `unique_keys` (the dialect's UniqueKeySql: its
+// fields' values as one text, null when one is missing or null), which one index of the database, made
+// once (migration 0027_unique_keys), keeps unique per index: whatever writes a row writes its keys in
+// the same statement, and of concurrent writers of one value exactly one wins. A collection's unique
+// indexes are `uniques` of its row, which every write reads under the row's lock (advance()), as it
+// reads `sorted`. Declaring one keys the collection's rows alone: no other collection's rows are read,
+// nor their writes held. Every index, unique or not, also makes a sort index of each of its fields
+// (sort-indexes.ts).
 import { ApiError, collectionNotFound, conflict, notFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
-import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
-import type { Dialect, Read, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { uniqueIndexName } from '../engine/sql/collections.ts';
+import type { Dialect, Read, WriteTx } from '../engine/dialect.ts';
+import { dropUniqueKeysSql, keyHoldersSql, setUniquesSql } from '../engine/sql/collections.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { dropSearchIndex, makeSearchIndex } from '../search/indexes.ts';
@@ -83,17 +83,13 @@ export async function createIndex(
   let index: Index | undefined;
   await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    if (db.uniqueIndexSql.lockRows) await db.run(trx, db.uniqueIndexSql.lockRows, []);
     index = await createIndexIn(db, trx, accountId, collection, fields, unique, search);
     if (once) await recordOnce(db, trx, accountId, once, index);
   });
   return index as Index;
 }
 
-/**
- * createIndex() inside the write `trx`, which holds the rows' table already where the dialect makes a
- * unique index so (UniqueIndexSql.lockRows).
- */
+/** createIndex() inside the write `trx`. */
 export async function createIndexIn(
   db: Dialect,
   trx: WriteTx,
@@ -106,7 +102,7 @@ export async function createIndexIn(
   if (!fields.every((field) => plainField.test(field))) throw new Error('index fields are plain names (openapi.yaml, IndexField)');
   if (search && unique) throw new Error('a search index is not unique (openapi.yaml, NewIndex)');
   const index: Index = { name: indexName(fields, search), fields, unique, ...(search ? { type: 'search' } : {}) };
-  const { id } = await advance(db, trx, accountId, collection, 0);
+  const { id, lastRowId, uniques } = await advance(db, trx, accountId, collection, 0);
   const existing = (await db.run<IndexRow>(trx, indexesOfIdSql, [id])).map(toIndex);
   if (existing.some((other) => other.name === index.name))
     throw conflict(`Collection ${collection} has an index of ${index.name} already.`);
@@ -125,85 +121,87 @@ export async function createIndexIn(
         { duplicates },
       );
     }
-    for (const sql of db.uniqueIndexSql.create(uniqueIndexName(Number(stored.id)), id, fields)) await db.run(trx, sql, []);
+    // Listed first, so that the writes after this one key their rows; then the rows' keys, of this collection alone.
+    const indexId = Number(stored.id);
+    await db.run(trx, setUniquesSql, [JSON.stringify([...uniques, [indexId, fields]]), id]);
+    if (lastRowId > 0) await db.run(trx, db.uniqueKeySql.fill, [indexId, JSON.stringify(fields), id, 1, lastRowId]);
   }
   return index;
 }
 
-/**
- * Drops the collection's index `name`; 404 when it has none of that name. Its row goes in a transaction;
- * the database's index after it commits (dropUniqueIndexes).
- */
+/** Drops the collection's index `name`, and its keys if it is unique; 404 when it has none of that name. */
 export async function deleteIndex(db: Dialect, accountId: number, collection: string, name: string, once?: Once<void>): Promise<void> {
-  let after: AfterCommit = [];
   await db.knex.transaction(async (trx) => {
-    after = [];
     if (once) await beginOnce(db, trx, accountId, once);
-    await deleteIndexIn(db, trx, after, accountId, collection, name);
+    await deleteIndexIn(db, trx, accountId, collection, name);
     if (once) await recordOnce(db, trx, accountId, once, undefined);
   });
-  await afterCommit(after);
 }
 
-/** deleteIndex() inside the write `trx`; the database's index is dropped after the commit (`after`). */
-export async function deleteIndexIn(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, collection: string, name: string) {
-  const { id } = await advance(db, trx, accountId, collection, 0);
+/** deleteIndex() inside the write `trx`. */
+export async function deleteIndexIn(db: Dialect, trx: WriteTx, accountId: number, collection: string, name: string) {
+  const { id, uniques } = await advance(db, trx, accountId, collection, 0);
   const found = (await db.run<IndexRow>(trx, indexesOfIdSql, [id])).find((row) => toIndex(row).name === name);
   if (!found) throw notFound(`Collection ${collection} has no index named ${name}.`);
   if (toIndex(found).type === 'search') await dropSearchIndex(db, trx, id);
   await db.run(trx, deleteIndexSql, [found.id]);
-  if (toIndex(found).unique) after.push(() => dropUniqueIndexes(db, [uniqueIndexName(Number(found.id))]));
+  if (toIndex(found).unique) {
+    const indexId = Number(found.id);
+    await db.run(trx, setUniquesSql, [JSON.stringify(uniques.filter(([held]) => held !== indexId)), id]);
+    await db.run(trx, dropUniqueKeysSql, [indexId]);
+  }
 }
 
 /**
- * Drops the database's indexes `names` once nothing names them: outside any transaction, which on
- * PostgreSQL would hold every collection's rows while it waits for the table's lock. One left by a
- * crash before is harmless (an index of rows no collection holds) and dropped by nothing: it costs its
- * table a check per write.
+ * The sets of rows of the collection that share values of `fields` (none missing or null), by the first
+ * id of each: its keys as a unique index of them would hold them, made from every row of the collection.
  */
-async function dropUniqueIndexes(db: Dialect, names: readonly string[]): Promise<void> {
-  for (const name of names) await db.query(db.uniqueIndexSql.drop(name), []);
-}
-
-/** The sets of rows of the collection that share values of `fields` (none missing or null), by the first id of each. */
 export async function duplicatesOf(db: Dialect, trx: WriteTx, collectionId: number, fields: readonly string[]) {
-  const keys = fields.map((field, index) => `${db.uniqueIndexSql.key(field)} as k${index}`).join(', ');
-  const present = fields.map((_, index) => `k${index} is not null`).join(' and ');
-  const groupBy = fields.map((_, index) => `k${index}`).join(', ');
-  const sql = `select min(id) as first from (select id, ${keys} from rows where collection_id = ?) r
-    where ${present} group by ${groupBy} having count(*) > 1 order by first limit ${MAX_DUPLICATES}`;
+  const { key } = db.uniqueKeySql;
+  const keyed = `select id, ${key('data', '?')} as k from rows where collection_id = ?`;
+  const setsSql = `select min(id) as first, k from (${keyed}) r where k is not null group by k having count(*) > 1
+    order by first limit ${MAX_DUPLICATES}`;
+  const idsSql = `select id from (${keyed}) r where k = ? order by id limit ${MAX_DUPLICATE_IDS}`;
   const read: Read = (sql, params) => db.run(trx, sql, params);
+  const named = JSON.stringify(fields);
   const duplicates = [];
   // Each set's values read from its first row: a key is the values' text, or a hash of it.
-  for (const { first } of await read<{ first: number | string }>(sql, [collectionId])) {
+  for (const { first, k } of await read<{ first: number | string; k: string }>(setsSql, [named, collectionId])) {
     const [row] = await read<{ data: string }>('select data from rows where collection_id = ? and id = ?', [collectionId, first]);
     const stored = JSON.parse(row.data) as Fields;
-    const values = fields.map((field) => stored[field]);
-    duplicates.push({ values, ids: await rowsHolding(db, read, collectionId, fields, values, MAX_DUPLICATE_IDS) });
+    const ids = await read<{ id: number | string }>(idsSql, [named, collectionId, k]);
+    duplicates.push({ values: fields.map((field) => stored[field]), ids: ids.map(({ id }) => Number(id)) });
   }
   return duplicates;
 }
 
+/** A unique index of a collection, with its id. */
+type UniqueIndex = Index & { id: number };
+
 /** The unique indexes of the collection `collectionId`. */
-export async function uniqueIndexesOf(read: Read, collectionId: number): Promise<Index[]> {
-  return (await read<IndexRow>(indexesOfIdSql, [collectionId])).map(toIndex).filter((index) => index.unique);
+export async function uniqueIndexesOf(read: Read, collectionId: number): Promise<UniqueIndex[]> {
+  return (await read<IndexRow>(indexesOfIdSql, [collectionId]))
+    .map((row) => ({ ...toIndex(row), id: Number(row.id) }))
+    .filter((index) => index.unique);
 }
 
-/** The ids of up to `limit` rows of the collection whose `fields` hold `values`, but `except`. */
+/**
+ * The ids of up to `limit` rows of the collection whose values of the unique index `index` are
+ * `values`, but `except`: found by their key.
+ */
 export async function rowsHolding(
   db: Dialect,
   read: Read,
   collectionId: number,
-  fields: readonly string[],
+  index: UniqueIndex,
   values: readonly unknown[],
   limit: number,
-  except?: number,
+  except = 0,
 ): Promise<number[]> {
-  const { key, value } = db.uniqueIndexSql;
-  const conditions = fields.map((field) => `${key(field)} = ${value}`).join(' and ');
-  const sql = `select id from rows where collection_id = ? and ${conditions}${except === undefined ? '' : ' and id <> ?'} order by id limit ${limit}`;
-  const params: SqlValue[] = [collectionId, ...values.map((held) => JSON.stringify(held))];
-  if (except !== undefined) params.push(except);
+  // The values as a row's text holding them, keyed as the row's own text is.
+  const text = JSON.stringify(Object.fromEntries(index.fields.map((field, place) => [field, values[place]])));
+  const sql = keyHoldersSql(db.uniqueKeySql.key('?', '?'));
+  const params = [collectionId, index.id, text, JSON.stringify(index.fields), except, limit];
   return (await read<{ id: number | string }>(sql, params)).map((row) => Number(row.id));
 }
 
@@ -266,7 +264,8 @@ export async function uniqueViolationAt(
   if (!found) return undefined;
   const collectionId = Number(found.id);
   const indexes = await uniqueIndexesOf(db.query, collectionId);
-  for (const { fields, name } of indexes) {
+  for (const index of indexes) {
+    const { fields, name } = index;
     const seen = new Map<string, number | undefined>();
     for (const [place, row] of rows.entries()) {
       const values = fields.map((field) => row.fields[field]);
@@ -274,7 +273,7 @@ export async function uniqueViolationAt(
       const key = JSON.stringify(values);
       if (seen.has(key)) return { problem: violation(collection, name, fields, seen.get(key), place), place };
       seen.set(key, row.id);
-      const [holder] = await rowsHolding(db, db.query, collectionId, fields, values, 1, row.id);
+      const [holder] = await rowsHolding(db, db.query, collectionId, index, values, 1, row.id);
       if (holder !== undefined) return { problem: violation(collection, name, fields, holder), place };
     }
   }

@@ -3,7 +3,7 @@
 // putRules, putCollectionTtl, putIssuer, createWebhook, …: each area's `…In`, which works inside a transaction it is handed),
 // never a second copy of it. The account's row is held from the start, so two applies to one account, on
 // any instances, run one after the other; every other client sees the account before or after, never
-// between. What each step leaves for after the commit (a database index dropped, a schema noted, the
+// between. What each step leaves for after the commit (a schema noted, the
 // webhooks' worker woken) runs once it has committed.
 import { ApiError } from '../../errors.ts';
 import type { Ttl } from '../../expiry/ttl.ts';
@@ -68,15 +68,9 @@ export async function applyDeclaration(
   const steps = await retryDeadlocks(db, () =>
     db.knex.transaction(async (trx) => {
       after = [];
-      // A unique index is made holding the rows' table first, as createIndex makes one (UniqueIndexSql.lockRows).
-      let live = await readLive((sql, params) => db.run(trx, sql, params), db.codePointOrder, accountId);
-      const planned = await decide(live);
-      if (db.uniqueIndexSql.lockRows && planned.some((step) => step.do === 'createIndex' && step.unique)) {
-        await db.run(trx, db.uniqueIndexSql.lockRows, []);
-      }
       await db.run(trx, lockAccountSql, [accountId]);
-      // Read again once held: what another apply committed meanwhile is what this one is checked against.
-      live = await readLive((sql, params) => db.run(trx, sql, params), db.codePointOrder, accountId);
+      // Read once held: what another apply committed meanwhile is what this one is checked against.
+      const live = await readLive((sql, params) => db.run(trx, sql, params), db.codePointOrder, accountId);
       const steps = await decide(live);
       for (const step of steps)
         await runStep(db, trx, after, accountId, step, limits).catch((error) => Promise.reject(placed(error, step)));
@@ -146,7 +140,7 @@ async function runStep(
     case 'deleteRelation':
       return deleteRelationIn(db, trx, after, accountId, step.collection, step.name);
     case 'deleteIndex':
-      return deleteIndexIn(db, trx, after, accountId, step.collection, step.name);
+      return deleteIndexIn(db, trx, accountId, step.collection, step.name);
     case 'deleteRules':
       return deleteRulesIn(db, trx, accountId, step.collection);
     case 'deleteTtl':
@@ -154,7 +148,7 @@ async function runStep(
     case 'deleteSchema':
       return deleteSchemaIn(db, trx, after, accountId, step.collection);
     case 'deleteCollection':
-      return deleteCollectionIn(db, trx, after, accountId, step.collection);
+      return deleteCollectionIn(db, trx, accountId, step.collection);
     case 'deleteIssuer':
       return void (await deleteIssuerIn(db, trx, accountId, step.name));
     case 'createCollection':

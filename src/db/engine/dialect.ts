@@ -35,8 +35,8 @@ export interface Dialect {
   changes: WakeUps;
   /** The collections' schemas as last seen, and their validators, each compiled once (schemas.ts, RowSchemas). */
   schemas: SchemaCache;
-  /** How a unique index is made and read, in the dialect's SQL (indexes.ts). */
-  uniqueIndexSql: UniqueIndexSql;
+  /** How a row's key of a unique index is made, in the dialect's SQL (../collections/indexes.ts). */
+  uniqueKeySql: UniqueKeySql;
   /** How the words of a search index are written and searched, in the dialect's SQL (../search/indexes.ts). */
   searchSql: SearchSql;
   /** Waits for a connection: Knex's pool is watched by the store, the dialect tells of its own queues (waits.ts). */
@@ -126,9 +126,14 @@ interface HeldCollection {
   lastSeq: number;
   /** The fields of its sort indexes, by slot. */
   sorted: string[];
+  /** Its unique indexes, each its id and fields (../collections/indexes.ts, `collections.uniques`). */
+  uniques: UniqueIndexes;
   schemaId: number;
   search: SearchIndex | undefined;
 }
+
+/** A collection's unique indexes as `collections.uniques` holds them: each `[index id, fields]`. */
+export type UniqueIndexes = [number, string[]][];
 
 /** The steps of a write of rows that are an area's, taken by a dialect's strategy inside its own statements. */
 export interface WriteSteps {
@@ -211,18 +216,20 @@ export interface SchemaCache {
   validate(read: Read, schemaId: number, collection: string, rows: readonly Record<string, unknown>[]): Promise<void>;
 }
 
-/** What a dialect writes of a unique index in its own SQL (indexes.ts). */
-export interface UniqueIndexSql {
-  /** The statements that make the index `name` of the rows of collection `collectionId`, keyed by `fields`. */
-  create(name: string, collectionId: number, fields: readonly string[]): string[];
-  /** The statement that drops it. */
-  drop(name: string): string;
-  /** The SQL of a field's key in a row `data` (null when missing or null), as the index keys it. */
-  key(field: string): string;
-  /** The SQL of a value bound as its JSON text (`?`), as key() reads the same value in a row. */
-  value: string;
-  /** A statement run first in a transaction that makes an index, if the dialect needs one. */
-  lockRows?: string;
+/**
+ * What a dialect writes of unique indexes in its own SQL (../collections/indexes.ts): a row's key of a
+ * unique index is one text made of its fields' JSON values, null when one of them is missing or null
+ * (which the index lets repeat), kept in `unique_keys`, whose one index of the database makes keys of an
+ * index unique.
+ */
+export interface UniqueKeySql {
+  /** The SQL of the key of the row whose text is `data` (SQL) for the fields `fields` (SQL of a JSON array of names). */
+  key(data: string, fields: string): string;
+  /**
+   * Keys the rows of a collection for one of its unique indexes: `?` the index's id, `?` its fields (a
+   * JSON array of names), `?` the collection's id, then `?` and `?` the first and last ids of the rows.
+   */
+  fill: string;
 }
 
 /**

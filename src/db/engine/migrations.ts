@@ -22,6 +22,12 @@ export interface DialectSchema {
   own: Partial<Record<OwnStep, Knex.Migration>>;
   /** The statements that make the tables of search indexes' words, each dialect's own (0021_search_indexes), and drop them. */
   searchTables: { make: readonly string[]; drop: readonly string[] };
+  /**
+   * Unique indexes as keys (0027_unique_keys): `fill`, the dialect's UniqueKeySql.fill (dialect.ts), keys
+   * a unique index's rows; `made`, the index of the database each unique index was before, which going
+   * back makes again (the index `name` of the rows of collection `collectionId`, keyed by `fields`).
+   */
+  uniqueIndexes: { fill: string; made(name: string, collectionId: number, fields: readonly string[]): string };
 }
 
 // Timestamps are ISO 8601 text in UTC: they sort as they compare, on every backend.
@@ -461,7 +467,56 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   },
   '0025_row_expiry_triggers': schema.own['0025_row_expiry_triggers'] ?? unchanged,
   '0026_row_expiry_in_writes': schema.own['0026_row_expiry_in_writes'] ?? unchanged,
+  '0027_unique_keys': uniqueKeys(schema),
 });
+
+/** The name of the database's index that a unique index was before 0027_unique_keys, by its id. */
+const oldUniqueIndexName = (id: number) => `rows_unique_${id}`;
+
+/**
+ * Unique indexes as keys (../collections/indexes.ts): each unique index was an index of the database, a
+ * partial index of the shared `rows` table, whose making read the whole table (every account's rows)
+ * and held its writes meanwhile. Each row's key of each unique index of its collection is now a row of
+ * `unique_keys`, which one index of the database, made here once, keeps unique per index (keys null,
+ * a field missing or null, repeat); its key is the row's, which goes with it (a foreign key). The
+ * collection's unique indexes are `uniques` of its row, `[index id, fields]` each, which every write
+ * reads under the collection row's lock (advance()), as it reads `sorted`. The keys of every unique
+ * index made before are written here, and its index of the database dropped.
+ */
+function uniqueKeys(schema: DialectSchema): Knex.Migration {
+  const uniqueIndexesOf = (knex: Knex) =>
+    knex('collection_indexes').where('is_unique', true).orderBy('id').select<{ id: number; collection_id: number; fields: string }[]>();
+  return {
+    async up(knex) {
+      await knex.schema.alterTable('collections', (t) => {
+        t.text('uniques').notNullable().defaultTo('[]');
+      });
+      await knex.raw(`create table unique_keys (collection_id integer not null, row_id bigint not null, index_id integer not null,
+        key ${schema.codePointText}, primary key (collection_id, row_id, index_id),
+        foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade)`);
+      await knex.raw('create unique index unique_keys_key on unique_keys (index_id, key)');
+      const uniques = new Map<number, [number, string[]][]>();
+      for (const index of await uniqueIndexesOf(knex)) {
+        const [id, collectionId] = [Number(index.id), Number(index.collection_id)];
+        uniques.set(collectionId, [...(uniques.get(collectionId) ?? []), [id, JSON.parse(index.fields)]]);
+        await knex.raw(schema.uniqueIndexes.fill, [id, index.fields, collectionId, 0, Number.MAX_SAFE_INTEGER]);
+        await knex.raw(`drop index if exists ${oldUniqueIndexName(id)}`);
+      }
+      for (const [id, held] of uniques)
+        await knex('collections')
+          .where({ id })
+          .update({ uniques: JSON.stringify(held) });
+    },
+    async down(knex) {
+      for (const index of await uniqueIndexesOf(knex)) {
+        const fields = JSON.parse(index.fields) as string[];
+        await knex.raw(schema.uniqueIndexes.made(oldUniqueIndexName(Number(index.id)), Number(index.collection_id), fields));
+      }
+      await knex.raw('drop table unique_keys');
+      await knex.raw('alter table collections drop column uniques');
+    },
+  };
+}
 
 /** A migration that changes nothing on a dialect. */
 const unchanged: Knex.Migration = { async up() {}, async down() {} };

@@ -18,7 +18,7 @@ import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
 import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
+import { POSTGRES_KEY_CHARS, uniqueKeySql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
@@ -49,7 +49,7 @@ export async function openPostgres(
     ...ground,
     // Every connection comes from Knex's pool, which the store watches.
     waits: new Waits(),
-    uniqueIndexSql,
+    uniqueKeySql,
     searchSql,
     run: runInTransaction,
     // A NOTIFY inside the transaction, which PostgreSQL delivers to every instance on commit, never on

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
 import { replaceKey } from '../engine/sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
-import { keyColumns } from './sql/collections.ts';
+import { keyColumns, uniqueKeySql } from './sql/collections.ts';
 import { dropExpiryFunctionSql, dropExpiryTriggersSql, expiryFunctionSql, expiryTriggersSql } from './sql/expiry.ts';
 import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
 import { searchTables } from './sql/search.ts';
@@ -12,6 +12,12 @@ import { searchTables } from './sql/search.ts';
 export const postgresSchema: DialectSchema = {
   codePointText: 'text collate "C"',
   searchTables,
+  uniqueIndexes: {
+    fill: uniqueKeySql.fill,
+    // The MD5 of each field's text as jsonb, null when missing or null.
+    made: (name, collectionId, fields) =>
+      `create unique index ${name} on rows (${fields.map((field) => `(md5(nullif((${jsonbOf('data')} -> '${field}')::text, 'null')))`).join(', ')}) where collection_id = ${collectionId}`,
+  },
   own: {
     '0004_postgres_sort_key_escape': {
       // PostgreSQL's sort keys were made with U+0000 read as U+0001 (in strings and in field names), so

@@ -15,13 +15,13 @@ import type { Logger } from '../../log.ts';
 import { patchedFields } from '../../patches/index.ts';
 import { eventRow, rowJson, versionOf } from '../../rows.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
-import type { Dialect, WriteSteps, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, UniqueIndexes, WriteSteps, WriteTx } from '../engine/dialect.ts';
 import type { RowImporter, RowPort, StoredRow } from '../engine/port.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import { announceOnCommit, type WakeUps } from '../engine/wake-ups.ts';
 import { isQueryCanceled } from './errors.ts';
 import { postgresInserts } from './inserts.ts';
-import { idList, keysSql } from './sql/collections.ts';
+import { idList, keysSql, rekeyUniqueSql } from './sql/collections.ts';
 import { CHANNEL } from './sql/engine.ts';
 import { getRowSql } from './sql/reads.ts';
 import { advanceReadingRowSql, importRowsSql, updateRowSql, updateRowsSql } from './sql/rows.ts';
@@ -61,6 +61,7 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
         id: number | string;
         last_seq: number | string;
         sorted: string;
+        uniques: string;
         current: string | null;
         version: number | string | null;
         schema_id: number | string;
@@ -85,7 +86,8 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
           // One after another: pg sends a client's queries one at a time whatever the caller does.
           const payload = `${changes.instance} ${id}`;
           await db.run(trx, updateRowSql, [text, seq, id, rowId, ...event, CHANNEL, payload, counters.ttl_field]);
-          await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
+          const indexes = { sorted: JSON.parse(counters.sorted), uniques: JSON.parse(counters.uniques) };
+          await rekeyPatchedRows(db, trx, id, indexes, patchedFields(patch), [rowId]);
           const search = searchIndexOf(id, counters.search);
           if (search) await steps.putWords(db, trx, search, [{ id: rowId, fields: row }]);
           announceOnCommit(changes, trx, id);
@@ -95,14 +97,14 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
     },
     /** The rows' events numbered after the collection's last seq, taken now; the rows set by one statement, and re-keyed. */
     async writePatched(trx, accountId, collection, collectionId, _schemaId, rows, patch) {
-      const { lastSeq, sorted, search } = await steps.advance(db, trx, accountId, collection, rows.length);
+      const { lastSeq, sorted, uniques, search } = await steps.advance(db, trx, accountId, collection, rows.length);
       const first = lastSeq - rows.length;
       await db.run(trx, updateRowsSql, [first, JSON.stringify(rows.map((row) => [row.id, row.text])), collectionId]);
       await rekeyPatchedRows(
         db,
         trx,
         collectionId,
-        sorted,
+        { sorted, uniques },
         patchedFields(patch),
         rows.map((row) => row.id),
       );
@@ -124,14 +126,14 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
 
 /**
  * Re-keys the rows `ids` once their new texts are stored, one statement for each indexed field the
- * patch may have changed, `patched` (../../patches/, patchedFields: undefined for every field); the
- * others cannot have moved.
+ * patch may have changed, `patched` (../../patches/, patchedFields: undefined for every field), and
+ * one for the unique indexes over any of them; the others cannot have moved.
  */
 async function rekeyPatchedRows(
   db: Dialect,
   trx: WriteTx,
   collectionId: number,
-  sorted: string[],
+  { sorted, uniques }: { sorted: string[]; uniques: UniqueIndexes },
   patched: readonly string[] | undefined,
   ids: number[],
 ) {
@@ -140,6 +142,8 @@ async function rekeyPatchedRows(
     const { sql, bindings } = keysSql(field, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
   }
+  const moved = uniques.filter(([, fields]) => !patched || fields.some((field) => patched.includes(field)));
+  if (moved.length > 0) await db.run(trx, rekeyUniqueSql, [JSON.stringify(moved), collectionId, ids.join(',')]);
 }
 
 /**

@@ -8,7 +8,7 @@
 import { conflict } from '../../errors.ts';
 import { assignable, eventRow, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
-import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, SqlValue, UniqueIndexes, WriteTx } from '../engine/dialect.ts';
 import type { ImportedRow, RowImporter } from '../engine/port.ts';
 import { importAdvanceSql, lastRowIdSql } from '../engine/sql/rows.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
@@ -20,7 +20,7 @@ export type { ImportedRow } from '../engine/port.ts';
 
 /**
  * Writes `rows` (ids increasing, each above the collection's last row id) into the account's
- * collection `name` inside `trx`, with an insert event each and their sort keys, and moves its last row
+ * collection `name` inside `trx`, with an insert event each and their sort and unique keys, and moves its last row
  * id up to `lastRowId` if that is past the last of them. 404 for no such collection; 409 when the
  * collection's ids reach the first of `rows` already (rows were inserted meanwhile, or imported before).
  */
@@ -47,6 +47,7 @@ export async function importRowsIn(
     id: number | string;
     last_seq: number | string;
     sorted: string;
+    uniques: string;
     schema_id: number | string;
     search: string | null;
   }>(trx, importAdvanceSql, [rows.length, rows.length, upTo, upTo, accountId, name, first]);
@@ -63,6 +64,9 @@ export async function importRowsIn(
   await importer.insertRows(trx, id, rows, Number(counters.last_seq) - rows.length + 1);
   const sorted = JSON.parse(counters.sorted) as string[];
   for (const [slot, field] of sorted.entries()) await importer.keyRows(trx, id, slot, field, first, last);
+  // A key another row holds fails the import: its 409 (../collections/indexes.ts, keepingUnique).
+  for (const [index, indexed] of JSON.parse(counters.uniques) as UniqueIndexes)
+    await db.run(trx, db.uniqueKeySql.fill, [index, JSON.stringify(indexed), id, first, last]);
   const search = searchIndexOf(id, counters.search);
   if (search)
     await putWords(

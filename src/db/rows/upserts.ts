@@ -114,7 +114,7 @@ export async function upsertRowsIn(
   for (const [place, fields] of items.entries()) {
     const values = index.fields.map((field) => fields[field]);
     const absent = values.some((value) => value === undefined || value === null);
-    const [holder] = absent ? [] : await rowsHolding(db, read, id, index.fields, values, 1);
+    const [holder] = absent ? [] : await rowsHolding(db, read, id, index, values, 1);
     tried.push({ id: holder, fields });
     writes.tried(tried);
     let written: VersionedRow;

@@ -20,7 +20,7 @@ import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
 import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { uniqueIndexSql } from './sql/collections.ts';
+import { uniqueKeySql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
@@ -67,7 +67,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
   const statements: Omit<Dialect, 'rows'> = {
     ...ground,
     waits: readers.waits,
-    uniqueIndexSql,
+    uniqueKeySql,
     searchSql,
     run: (trx, sql, params, once) => writer.inTransaction(trx, sql, params, once),
     async announce(trx, collectionId) {

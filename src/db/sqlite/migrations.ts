@@ -1,6 +1,7 @@
 // SQLite's own steps of the schema (../engine/migrations.ts).
 import type { Knex } from 'knex';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
+import { uniqueKeySql } from './sql/collections.ts';
 import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
 import { searchTables } from './sql/search.ts';
 
@@ -17,6 +18,12 @@ const answersPrunedOldestFirst: Knex.Migration = {
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
   searchTables,
+  uniqueIndexes: {
+    fill: uniqueKeySql.fill,
+    // Each field's JSON text, null when missing or null.
+    made: (name, collectionId, fields) =>
+      `create unique index ${name} on rows (${fields.map((field) => `nullif(data -> '$.${field}', 'null')`).join(', ')}) where collection_id = ${collectionId}`,
+  },
   own: {
     '0013_sqlite_answers_pruned_oldest_first': answersPrunedOldestFirst,
     // Each row's expiry set from its collection's field on every write of it (sql/expiry.ts).

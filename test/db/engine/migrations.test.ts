@@ -356,3 +356,69 @@ describeEachBackend('migration 0010_row_versions', (backend) => {
     }
   });
 });
+
+/** A Knex of a new database of `backend` whose schema is as the migrations before `migration` left it. */
+async function migratedBefore(backend: 'sqlite' | 'postgres', migration: string) {
+  const database = await createDatabase(backend);
+  const schema = backend === 'postgres' ? postgresSchema : sqliteSchema;
+  const all = migrationSource(schema);
+  const earlier = async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < migration);
+  const connection = backend === 'postgres' ? database.url : { filename: database.url.slice('sqlite:'.length) };
+  const knex = knexFactory({ client: backend === 'postgres' ? 'pg' : 'sqlite3', connection, useNullAsDefault: true });
+  await knex.migrate.latest({ migrationSource: { ...all, getMigrations: earlier } });
+  return { database, schema, knex };
+}
+
+describeEachBackend('migration 0027_unique_keys', (backend) => {
+  it('keys the rows of each unique index made before it, drops its index of the database, and keeps its values unique', async () => {
+    const { database, schema, knex } = await migratedBefore(backend, '0027');
+    const key = `rb_${'u'.repeat(32)}`;
+    const at = '2026-01-01T00:00:00.000Z';
+    let indexId: number;
+    try {
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
+      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+      await knex('collections').insert({
+        account_id: accountId,
+        name: 'people',
+        created_at: at,
+        row_count: 3,
+        last_row_id: 3,
+        last_seq: 3,
+      });
+      const { id } = await knex('collections').where({ name: 'people' }).first('id');
+      const rows = [{ email: 'a', n: 1 }, { email: 'b' }, {}];
+      await knex('rows').insert(rows.map((row, i) => ({ collection_id: id, id: i + 1, data: JSON.stringify(row), version: i + 1 })));
+      await knex('collection_indexes').insert({ collection_id: id, fields: '["email"]', is_unique: true });
+      indexId = Number((await knex('collection_indexes').first('id')).id);
+      // The unique index as it was made before: an index of the database over the rows of its collection.
+      await knex.raw(schema.uniqueIndexes.made(`rows_unique_${indexId}`, Number(id), ['email']));
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend, database });
+    try {
+      const indexes =
+        backend === 'postgres'
+          ? (await server.store.knex.raw('select indexname as name from pg_indexes where tablename = ?', ['rows'])).rows
+          : await server.store.knex.raw("select name from sqlite_master where type = 'index' and tbl_name = 'rows'");
+      expect(indexes.map((index: { name: string }) => index.name)).to.not.include(`rows_unique_${indexId}`);
+      const client = new Client(server.url, key);
+      const repeated = await client.post<{ code: string; existing_id: number }>('/v1/collections/people/rows', [{ email: 'a' }]);
+      expect(repeated.status).to.equal(409);
+      expect(repeated.body).to.include({ code: 'unique_violation', existing_id: 1 });
+      expect((await client.patch('/v1/collections/people/rows/3', { email: 'b' })).status).to.equal(409);
+      const upserted = await client.post<Row[]>('/v1/collections/people/rows?on_conflict=email', [{ email: 'a', n: 2 }, { email: 'c' }]);
+      expect(upserted.body).to.deep.equal([
+        { id: 1, email: 'a', n: 2 },
+        { id: 4, email: 'c' },
+      ]);
+      expect((await client.delete('/v1/collections/people/indexes/email')).status).to.equal(204);
+      expect((await client.post('/v1/collections/people/rows', [{ email: 'a' }])).status).to.equal(201);
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -6,10 +6,10 @@ import { liveRowCountSql } from './expiry.ts';
 /**
  * The first statement of every write transaction (collections.ts, advance()): moves the collection's
  * counters by `?` new row ids, `?` events and `?` rows, found by account and name, and answers its id,
- * counters and sorted fields.
+ * counters, sorted fields and unique indexes.
  */
 export const advanceSql = `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id, search`;
+  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, uniques, schema_id, search`;
 
 /**
  * The first statement of a collection's creation: writes the account's row, which holds it until
@@ -50,9 +50,10 @@ export const listCollectionContractsSql = (
 export const getCollectionSql = `select ${collectionColumns}, nullif(s.schema, '') as schema, s.relations, c.ttl_field from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;
 export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
-/** A collection's deletion, after advance() holds its row: its rows, events, sort keys, indexes and words, webhook streams, then itself. */
+/** A collection's deletion, after advance() holds its row: its rows, events, sort and unique keys, indexes and words, webhook streams, then itself. */
 export const deleteCollectionSqls = [
   'delete from search_rows where collection_id = ?',
+  'delete from unique_keys where collection_id = ?',
   'delete from rows where collection_id = ?',
   'delete from events where collection_id = ?',
   'delete from sort_keys where collection_id = ?',
@@ -62,10 +63,16 @@ export const deleteCollectionSqls = [
   'delete from collections where id = ?',
 ];
 
-/** The name of the database's index that a unique index of a collection is (indexes.ts), by its id. */
-export const uniqueIndexName = (id: number) => `rows_unique_${id}`;
-/** The ids of the collection `?`'s unique indexes. */
-export const uniqueIndexIdsSql = 'select id from collection_indexes where collection_id = ? and is_unique';
+/** Sets the collection's unique indexes: `uniques`, a JSON array of `[index id, fields]` (indexes.ts). */
+export const setUniquesSql = 'update collections set uniques = ? where id = ?';
+/** The keys of the unique index `?` (indexes.ts), gone. */
+export const dropUniqueKeysSql = 'delete from unique_keys where index_id = ?';
+/**
+ * The rows of the collection `?` whose key of the unique index `?` is `key` (SQL, its bindings after
+ * the index's id), but the row `?` (0 for none): at most `?`, by id.
+ */
+export const keyHoldersSql = (key: string) => `select row_id as id from unique_keys
+  where collection_id = ? and index_id = ? and key = ${key} and row_id <> ? order by row_id limit ?`;
 
 // Schemas (schemas.ts; openapi.yaml, RowSchema).
 

@@ -73,10 +73,10 @@ export const exportLiveRowsSql = `select id, data from rows where collection_id 
  * An import's first statement (imports.ts), advance() for rows that bring their own ids: moves the
  * collection's seq by `?` events and its row count by `?` rows, and its last row id up to `?` (never
  * down); found by account and name, and only while its last row id is below `?`, the first id
- * imported. Answers its id, its last seq, now taken, and its sorted fields.
+ * imported. Answers its id, its last seq, now taken, its sorted fields and its unique indexes.
  */
 export const importAdvanceSql = `update collections set last_seq = last_seq + ?, row_count = row_count + ?,
     last_row_id = case when last_row_id < ? then ? else last_row_id end
-  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id, search`;
+  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, uniques, schema_id, search`;
 /** The last row id the collection has handed out, where an import resumed goes on from. */
 export const lastRowIdSql = 'select last_row_id from collections where account_id = ? and name = ?';

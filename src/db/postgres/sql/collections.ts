@@ -1,5 +1,5 @@
-// PostgreSQL's SQL of collections: a sort index's keys, and unique indexes.
-import type { UniqueIndexSql } from '../../engine/dialect.ts';
+// PostgreSQL's SQL of collections: a sort index's keys, and unique indexes' keys.
+import type { UniqueKeySql } from '../../engine/dialect.ts';
 import { replaceKey } from '../../engine/sql/collections.ts';
 import { field, jsonbOf } from '../jsonb.ts';
 
@@ -42,21 +42,32 @@ export function keysSql(name: string, ids = idRange, replace = false) {
 }
 
 /**
- * A unique index of PostgreSQL (../indexes.ts): a partial index of the MD5 of its fields' JSON texts
- * (a btree key holds 2,704 bytes, a field's value any length), each null when the field is missing or
- * null, which unique indexes let repeat. Read as jsonOf() reads a row, so that any row's text can be
- * keyed; a value's text is then jsonb's, in which `1` and `1.0` are one number and an object's fields
- * are in jsonb's order. Made holding the table's writes (`lockRows`, SHARE): a writer waiting on a
- * collection's row while holding the table could otherwise deadlock with the index's making.
+ * A row's key of a unique index on PostgreSQL (../../collections/indexes.ts): the MD5 of its fields' values
+ * as a jsonb array's text (a btree key holds 2,704 bytes, a field's value any length), null when one
+ * is missing or null. Read as jsonbOf() reads a row, so that any row's text can be keyed (a text with no
+ * backslash and no U+D7FF as it is, which jsonbOf() would leave alone: ../jsonb.ts, document()); a
+ * value's text is then jsonb's, in which an object's fields are in jsonb's order. `data` is SQL of the
+ * row's text, named once; `fields` SQL of jsonb or of its text.
  */
-export const uniqueIndexSql: UniqueIndexSql = {
-  create: (name, collectionId, fields) => [
-    `create unique index ${name} on rows (${fields.map((field) => `(${uniqueKey(field)})`).join(', ')}) where collection_id = ${collectionId}`,
-  ],
-  drop: (name) => `drop index if exists ${name}`,
-  key: (field) => uniqueKey(field),
-  value: `md5(nullif((${jsonbOf('?')})::text, 'null'))`,
-  lockRows: 'lock table rows in share mode',
+const uniqueKey = (data: string, fields: string) => `(select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+      then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+    from (select case when strpos(t, '\\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else ${jsonbOf('t')} end as d
+        from (select (${data})::text as t offset 0) stored offset 0) keyed,
+      jsonb_array_elements_text((${fields})::jsonb) with ordinality as x(f, n))`;
+
+export const uniqueKeySql: UniqueKeySql = {
+  key: uniqueKey,
+  fill: `insert into unique_keys (collection_id, row_id, index_id, key)
+    select collection_id, id, ?::integer, ${uniqueKey('data', '?::text')} from rows where collection_id = ? and id between ? and ?`,
 };
 
-const uniqueKey = (field: string) => `md5(nullif((${jsonbOf('data')} -> '${field}')::text, 'null'))`;
+/**
+ * The keys of the rows `?` (ids joined by commas) of the collection `?` for its unique indexes `?` (a
+ * JSON array of `[index id, fields]`), once their new texts are stored (../rows.ts, rekeyPatchedRows):
+ * each replaces the row's key, where it moved.
+ */
+export const rekeyUniqueSql = `insert into unique_keys (collection_id, row_id, index_id, key)
+  select r.collection_id, r.id, (u.value ->> 0)::integer, ${uniqueKey('r.data', 'u.value -> 1')}
+    from jsonb_array_elements(?::jsonb) as u(value), rows r
+    where r.collection_id = ? and r.${idList}
+  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where unique_keys.key is distinct from excluded.key`;

@@ -2,7 +2,7 @@
 // writes every statement, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
 import { jsonbOf } from '../jsonb.ts';
-import { keyColumns } from './collections.ts';
+import { keyColumns, uniqueKeySql } from './collections.ts';
 import { liveRow, rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -15,7 +15,7 @@ import { rowJsonSql } from './reads.ts';
 export const advanceReadingRowSql = `with counters as (update collections
     set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
     where account_id = ? and name = ?
-    returning id, last_row_id, last_seq, sorted, schema_id, search, ttl_field)
+    returning id, last_row_id, last_seq, sorted, uniques, schema_id, search, ttl_field)
   select c.*, r.data as current, r.version
     from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and ${liveRow('rows')} for update) r on true`;
 
@@ -56,7 +56,8 @@ const searchedIf: Record<string, string> = { false: ' and search is null', true:
 
 /**
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
- * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
+ * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does), and the rows'
+ * keys of each unique index (`uniques`; a key another row holds fails the statement: unique_keys_key).
  * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and
  * $6 the NOTIFY's channel and this instance (rows.ts, listenForChanges); $7 the schema id the rows were
  * checked with (../schemas.ts). No such collection, or its schema another, or a search index
@@ -64,11 +65,11 @@ const searchedIf: Record<string, string> = { false: ' and search is null', true:
  * time is PostgreSQL's clock once the collection's row is held (where appendEvents() takes Node's,
  * after advance()): a batch that waited its turn is not stamped before the one it waited for.
  *
- * The keys read the batch once per indexed field, from inside the field's lateral subquery (`offset 0`
- * keeps the planner from flattening it into a join it may turn around): a collection with no sort
- * index then reads no row of the batch for them. Written as a join of the batch with the fields, the
- * plan would scan the whole batch against an empty list of fields, all while holding the collection's
- * row.
+ * The keys read the batch once per indexed field (and unique index), from inside the field's lateral
+ * subquery (`offset 0` keeps the planner from flattening it into a join it may turn around): a
+ * collection with no sort index then reads no row of the batch for them. Written as a join of the
+ * batch with the fields, the plan would scan the whole batch against an empty list of fields, all
+ * while holding the collection's row.
  */
 const plainBatch = {
   before: '',
@@ -215,7 +216,7 @@ function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, aft
   return `with ${before}counters as (
     update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
       where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}${searchedIf[String(searched)]}
-      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search, ttl_field,
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, uniques, search, ttl_field,
         to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
   ), batch as (
     select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field${rowColumns}
@@ -233,6 +234,12 @@ function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, aft
         from counters c,
           jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
           lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
+  ), uniqued as (
+    insert into unique_keys (collection_id, row_id, index_id, key)
+      select k.collection_id, k.id, (u.value ->> 0)::integer, ${uniqueKeySql.key('k.data', 'u.value -> 1')}
+        from counters c,
+          jsonb_array_elements(c.uniques::jsonb) as u(value),
+          lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
   )${after}
   ${answer}`;
 }

@@ -1,5 +1,5 @@
-// SQLite's SQL of collections: the making of a sort index's keys, and unique indexes.
-import type { UniqueIndexSql } from '../../engine/dialect.ts';
+// SQLite's SQL of collections: the making of a sort index's keys, and unique indexes' keys.
+import type { UniqueKeySql } from '../../engine/dialect.ts';
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
 export const keyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
@@ -44,18 +44,17 @@ export const dropTouchedKeysSql = `delete from sort_keys where collection_id = ?
 export const countersSql = 'select id, last_row_id, last_seq, sorted from collections where account_id = ? and name = ?';
 
 /**
- * A unique index of SQLite (../indexes.ts): a partial index of the expressions of its fields' JSON texts,
- * each null when the field is missing or null, which SQLite's unique indexes let repeat. The JSON text of
- * a value is the one JSON.stringify wrote in the row, so `1` and `1.0` are one number, and an object's
- * text keeps its fields' order.
+ * A row's key of a unique index on SQLite (../../collections/indexes.ts): its fields' JSON texts in a
+ * JSON array's text, null when one is missing or null. The JSON text of a value is the one
+ * JSON.stringify wrote in the row, so an object's text keeps its fields' order. `fields` is SQL of a
+ * JSON array of names, which json_each reads in their order: the aggregate joins them so, with no ORDER
+ * BY, which would sort them in a temporary B-tree for every key.
  */
-export const uniqueIndexSql: UniqueIndexSql = {
-  create: (name, collectionId, fields) => [
-    `create unique index ${name} on rows (${fields.map((field) => uniqueKey(field)).join(', ')}) where collection_id = ${collectionId}`,
-  ],
-  drop: (name) => `drop index if exists ${name}`,
-  key: (field) => uniqueKey(field),
-  value: "(? -> '$')",
-};
+const uniqueKey = (data: string, fields: string) => `(select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+    from (select nullif(${data} -> ('$.' || f.value), 'null') as v from json_each(${fields}) f))`;
 
-const uniqueKey = (field: string) => `nullif(data -> '$.${field}', 'null')`;
+export const uniqueKeySql: UniqueKeySql = {
+  key: uniqueKey,
+  fill: `insert into unique_keys (collection_id, row_id, index_id, key)
+    select collection_id, id, ?1, ${uniqueKey('data', '?2')} from rows where collection_id = ?3 and id between ?4 and ?5`,
+};

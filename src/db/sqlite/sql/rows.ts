@@ -6,7 +6,7 @@
 import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../engine/sql/collections.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
-import { fieldJoin, keyColumns } from './collections.ts';
+import { fieldJoin, keyColumns, uniqueKeySql } from './collections.ts';
 import { liveRow, rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -34,6 +34,16 @@ const sortKeys = (rows: string, id: string, data: string) => `insert into sort_k
       from collections c, json_each(c.sorted) f, ${rows} ${fieldJoin(data, 'f.value')}
       where ${collection})`;
 
+/**
+ * The keys of the rows of `rows` (as sortKeys() takes them) for every unique index the collection `c`
+ * has (`uniques`), each replacing the row's key where it moved: a key another row holds aborts the
+ * statement (unique_keys_key).
+ */
+const uniqueKeys = (rows: string, id: string, data: string) => `insert into unique_keys (collection_id, row_id, index_id, key)
+    select c.id, ${id}, u.value ->> 0, ${uniqueKeySql.key(data, 'u.value -> 1')}
+      from collections c, json_each(c.uniques) u, ${rows} where ${collection}
+    on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key`;
+
 /** The insert events of the rows `select` answers (columns collection_id, seq, id, data), as rowJson() in ../rows.ts makes them. */
 const insertEvents = (select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, ${rowJsonSql}, new.at from (${select})`;
@@ -41,8 +51,8 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
 /**
  * `row_inserts (collection_id, n, texts, at, account_id, onces)`: `texts` is a JSON array of the `n`
  * rows' texts (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq,
- * `at` is the events' time. No such collection (a null id): nothing is written (insertSql answers a
- * null id).
+ * `at` is the events' time; then the rows' sort keys and unique keys. No such collection (a null id):
+ * nothing is written (insertSql answers a null id).
  *
  * `onces` holds the Idempotency-Keys of the inserts sent with one (openapi.yaml, IdempotencyKey), a
  * JSON array, empty for none, of `[key, request hash, at, expires at, first, n]`: `first` the place in
@@ -67,6 +77,7 @@ const rowInserts = `
       from collections c, json_each(new.texts) t where ${collection};
     ${insertEvents(`select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
+    ${uniqueKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
     insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
       select new.account_id, o.value ->> 0, o.value ->> 1, 201,
         case when o.value ->> 5 = 1
@@ -101,9 +112,9 @@ export const MAX_FIELDS_BY_PATH = 16;
  * field's: the row's new text is the one JSON.stringify would give (rows.ts says when). The update
  * event, with the next seq, comes first, while the row is as it was: it carries the row both as the
  * patch leaves it and as it was before (asyncapi.yaml, UpdateMessage `previous`), and only there does
- * a trigger still see the row before. Then the row's sort keys where they moved. A patch that makes its
- * row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group, whose patches then
- * run alone. A patch of a row that does not exist writes nothing. Rows inserted together are patched
+ * a trigger still see the row before. Then the row's sort keys and unique keys where they moved. A
+ * patch that makes its row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group,
+ * whose patches then run alone. A patch of a row that does not exist writes nothing. Rows inserted together are patched
  * in the order given (two patches of one row, one after the other); `i` is only handed back, to tell
  * the answers apart (patchSql).
  *
@@ -136,6 +147,7 @@ const rowPatches = (n: number) => {
     select raise(abort, 'row too large') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    ${uniqueKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')};
   end;`;
 };
 

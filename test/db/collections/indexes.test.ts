@@ -1,0 +1,84 @@
+// Unique indexes as keys (src/db/collections/indexes.ts): declaring one keys its own collection's rows and
+// holds no other collection's writes; its keys follow every write of its rows.
+import { expect } from 'chai';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
+import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
+import { pollUntil } from '../../support/process.ts';
+
+describeEachBackend('unique indexes', (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  let accountId: number;
+  before(async function () {
+    if (backend === 'postgres' && (await postgresUnavailable())) this.skip();
+    database = await createDatabase(backend);
+    store = await openStore(database.url);
+    await store.createKey('keyed');
+    accountId = (await store.knex('accounts').where({ name: 'keyed' }).first('id')).id;
+  });
+  after(async () => {
+    await store?.close().catch(() => {});
+    await database?.drop();
+  });
+
+  /** The keys stored of the collection `name`, each its row's id and whether it is null, by row. */
+  const keysOf = async (name: string) => {
+    const { id } = await store.knex('collections').where({ account_id: accountId, name }).first('id');
+    const keys = await store.knex('unique_keys').where({ collection_id: id }).orderBy('row_id').select('row_id', 'key');
+    return keys.map((key: { row_id: number | string; key: string | null }) => [Number(key.row_id), key.key !== null]);
+  };
+
+  it('keys each row of its collection alone, null where a field is missing or null, and each write after', async () => {
+    await store.createCollection(accountId, 'people');
+    await store.createCollection(accountId, 'others');
+    await store.insertRows(accountId, 'people', [{ email: 'a' }, { email: null }, {}]);
+    await store.insertRows(accountId, 'others', [{ email: 'a' }]);
+    await store.createIndex(accountId, 'people', ['email'], true);
+    expect(await keysOf('people')).to.deep.equal([
+      [1, true],
+      [2, false],
+      [3, false],
+    ]);
+    expect(await keysOf('others')).to.deep.equal([]);
+    await store.insertRows(accountId, 'people', [{ email: 'b' }]);
+    await store.updateRow(accountId, 'people', 3, { format: 'merge', fields: { email: 'c' } });
+    await store.deleteRow(accountId, 'people', 1);
+    expect(await keysOf('people')).to.deep.equal([
+      [2, false],
+      [3, true],
+      [4, true],
+    ]);
+    await store.deleteIndex(accountId, 'people', 'email');
+    expect(await keysOf('people')).to.deep.equal([]);
+  });
+
+  // On PostgreSQL a unique index was a partial index of the shared rows table, made holding the table in
+  // SHARE mode: every account's writes waited for it. (On SQLite one writer runs at a time.)
+  if (backend === 'postgres') {
+    it("is declared holding its own collection's writes alone: another collection's insert goes on meanwhile", async () => {
+      await store.createCollection(accountId, 'held');
+      await store.createCollection(accountId, 'free');
+      const holder = await store.knex.client.acquireConnection();
+      try {
+        // A write of `held` under way: its collection's row held until it commits.
+        const holderPid = (await holder.query('select pg_backend_pid() as pid')).rows[0].pid;
+        await holder.query('begin');
+        await holder.query('select id from collections where account_id = $1 and name = $2 for update', [accountId, 'held']);
+        const declared = store.createIndex(accountId, 'held', ['email'], true);
+        // The declaration waits for that write, on the collection's row.
+        await pollUntil(async () => {
+          const { rows } = await store.knex.raw('select count(*)::int as n from pg_stat_activity where ? = any(pg_blocking_pids(pid))', [
+            holderPid,
+          ]);
+          return rows[0].n > 0;
+        }, 10_000);
+        const inserted = JSON.parse((await store.insertRows(accountId, 'free', [{ email: 'a' }])).json);
+        expect(inserted).to.deep.equal([{ id: 1, email: 'a' }]);
+        await holder.query('commit');
+        expect(await declared).to.deep.equal({ name: 'email', fields: ['email'], unique: true });
+      } finally {
+        await store.knex.client.releaseConnection(holder);
+      }
+    });
+  }
+});
