@@ -9,12 +9,6 @@ import { Passes } from './periodic.ts';
 const COLLECTIONS_PER_PAGE = 100;
 
 /**
- * The rows one batch deletes at most: on SQLite a turn of the writer's queue (writes wait no more
- * than a few ms for it), on PostgreSQL a transaction that holds the collection's row as briefly.
- */
-const SWEEP_BATCH = 200;
-
-/**
  * Deletes, every `intervalMs`, the rows of every collection with a time to live that expired by the
  * pass's start (the process's expiry now, which the database keeps: db/expiry/clock.ts), a batch at a time (db/expiry/sweep.ts), yielding to the writes between batches; each
  * pass emits `pass` with how many rows went (Passes), and stop() ends one after its batch under way. Several processes on one database may each run one: each
@@ -50,9 +44,9 @@ export class Sweeper extends Passes {
         try {
           for (;;) {
             if (this.stopped) return deleted;
-            const batch = await this.store.sweepExpiredBatch(collection, now, SWEEP_BATCH);
+            const batch = await this.store.sweepExpiredBatch(collection, now, this.store.sweepBatchRows);
             deleted += batch;
-            if (batch < SWEEP_BATCH) break;
+            if (batch < this.store.sweepBatchRows) break;
             await yieldToWriters();
           }
         } catch (error) {

@@ -218,6 +218,8 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
     knex: Knex;
     /** How long another process's writer that has waited `waitedMs` may take to see the database free (Dialect's). */
     writerWakeMs(waitedMs: number): number;
+    /** The rows a sweep's batch deletes at most on this database (Dialect's). */
+    sweepBatchRows: number;
     /** Writes the key uses noted, waits for the statements under way, then closes every connection; later calls answer 503. */
     close(): Promise<void>;
     /** Whether close() has not begun: the store still serves. */
@@ -244,7 +246,17 @@ export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCo
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
   ]) as Omit<
     Store,
-    'findPrincipal' | 'findIssuers' | 'findRules' | 'findRelations' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'
+    | 'findPrincipal'
+    | 'findIssuers'
+    | 'findRules'
+    | 'findRelations'
+    | 'changes'
+    | 'waits'
+    | 'knex'
+    | 'close'
+    | 'isOpen'
+    | 'backup'
+    | 'sweepBatchRows'
   >;
   const compiled = new CompiledRulesCache();
   // By `<account id> <collection>`: a collection's name holds no space.
@@ -349,6 +361,7 @@ export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCo
     waits: db.waits,
     knex: db.knex,
     writerWakeMs: db.writerWakeMs,
+    sweepBatchRows: db.sweepBatchRows,
     isOpen: () => !closing,
     close: async () => {
       closing = true;
