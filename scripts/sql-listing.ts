@@ -8,7 +8,7 @@ import type { AggregateSource, PageSource } from '../src/db/engine/read-port.ts'
 import * as accounts from '../src/db/engine/sql/accounts.ts';
 import * as collections from '../src/db/engine/sql/collections.ts';
 import * as events from '../src/db/engine/sql/events.ts';
-import { byId, byName, type KeyRange, withinIndex } from '../src/db/engine/sql/pages.ts';
+import { byId, byName, type KeyRange, type LivePage, withinIndex } from '../src/db/engine/sql/pages.ts';
 import * as reads from '../src/db/engine/sql/reads.ts';
 import * as rows from '../src/db/engine/sql/rows.ts';
 import * as rules from '../src/db/engine/sql/rules.ts';
@@ -26,7 +26,6 @@ import { searchSql as sqliteSearchSql } from '../src/db/sqlite/sql/search.ts';
 import type { AggregateQuery } from '../src/query/aggregate.ts';
 import type { Position } from '../src/query/cursor.ts';
 import type { Direction } from '../src/query/order.ts';
-import type { Page } from '../src/query/page.ts';
 
 type Listing = [name: string, sql: string][];
 
@@ -46,9 +45,12 @@ const places: [string, Position][] = [
   ['an object', { values: [{ rank: 4, scalar: null }], id: 7 }],
   ['a missing value', { values: [{ rank: 5, scalar: null }], id: 7 }],
 ];
-const page = (field: string, direction: Direction): Page => ({ limit: 50, offset: 0, order: [{ field, direction }] });
+/** The expiry now a listed statement binds (any: its text is the same). */
+const NOW = 0;
+const page = (field: string, direction: Direction): LivePage => ({ limit: 50, offset: 0, order: [{ field, direction }], now: NOW });
 /** A page of a cursor's walk: ordered by two fields, after the place of a row whose first is a number and second a string. */
-const walk = (direction: Direction): Page => ({
+const walk = (direction: Direction): LivePage => ({
+  now: NOW,
   limit: 50,
   offset: 0,
   order: [
@@ -86,7 +88,7 @@ const sharedListing = (collate: string): Listing => [
   ['deleteRowsByIdSql(ids)', shared.deleteRowsByIdSql('<rowIdsSql>')],
   ['deleteKeysByIdSql(ids)', shared.deleteKeysByIdSql('<keyRowIdsSql>')],
   ['setSortedSql', shared.setSortedSql],
-  ['presentCountSql', shared.presentCountSql],
+  ['presentCountSql', shared.presentCountSql(1, 0, NOW).sql],
   ['listCollectionsSql', shared.listCollectionsSql(collate)],
   ['getCollectionSql', shared.getCollectionSql],
   ['collectionIdSql', shared.collectionIdSql],
@@ -150,19 +152,19 @@ function pageListing(
     ],
     [
       `filteredSortedPage(${order})`,
-      source.filteredSortedPage({ collectionId: 1, slot: 0, order, bounds: raw('<bounds>') }, raw('<filter>'), 50, 0).sql,
+      source.filteredSortedPage({ collectionId: 1, slot: 0, order, bounds: raw('<bounds>') }, raw('<filter>'), 50, 0, NOW).sql,
     ],
-    ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, source.sortedPage(1, 0, order, range, 50, 0).sql]),
+    ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, source.sortedPage(1, 0, order, range, 50, 0, NOW).sql]),
     ...places.map(([kind, place]): [string, string] => [
       `sortedPageAfter(${order}, after ${kind})`,
-      source.sortedPageAfter(1, 0, order, place, 50)?.sql ?? '',
+      source.sortedPageAfter(1, 0, order, place, 50, NOW)?.sql ?? '',
     ]),
   ];
 }
 
 /** The rows related to a page's, for a relation of the whole page: a to-one's by id, a to-many's through a sort index or by its field, ordered by a field. */
 const relatedListing = (source: Pick<PageSource, 'relatedRows'>): Listing => {
-  const read = { collection: byId(1), keys: [1, 2], where: raw('<filter>'), order: [], each: 1, joined: 1 };
+  const read = { collection: byId(1), keys: [1, 2], where: raw('<filter>'), order: [], each: 1, joined: 1, now: NOW };
   const many = { ...read, order: [{ field: 'n', direction: 'desc' as const }], each: 11, joined: 10 };
   return [
     ['relatedRows(to-one, by id)', source.relatedRows({ ...read, by: 'id' }).sql],
@@ -188,13 +190,13 @@ const aggregate: AggregateQuery = {
 const aggregateListing = (source: Pick<AggregateSource, 'aggregateSql'>): Listing => [
   [
     'aggregateSql(grouped by two fields, every aggregate, filtered)',
-    source.aggregateSql(byName(1, 'c'), aggregate, raw('<filter>'), 100_001).sql,
+    source.aggregateSql(byName(1, 'c'), aggregate, raw('<filter>'), 100_001, NOW).sql,
   ],
   [
     'aggregateSql(one group, a count)',
-    source.aggregateSql(byName(1, 'c'), { ...aggregate, groupBy: [], aggregates: [aggregate.aggregates[0]] }, undefined, 100_001).sql,
+    source.aggregateSql(byName(1, 'c'), { ...aggregate, groupBy: [], aggregates: [aggregate.aggregates[0]] }, undefined, 100_001, NOW).sql,
   ],
-  ['keyCountSql', shared.keyCountSql(byId(1), 0, raw('<bounds>')).sql],
+  ['keyCountSql', shared.keyCountSql(byId(1), 0, raw('<bounds>'), NOW).sql],
 ];
 
 function sqliteListing(): Listing {

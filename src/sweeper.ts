@@ -2,7 +2,6 @@
 // small batches beside the writes, each deletion a delete event marked `"reason": "expired"`.
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
 import type { Store } from './db/open-store.ts';
-import { expiryNow } from './expiry/ttl.ts';
 import type { Logger } from './log.ts';
 import { Passes } from './periodic.ts';
 
@@ -10,14 +9,8 @@ import { Passes } from './periodic.ts';
 const COLLECTIONS_PER_PAGE = 100;
 
 /**
- * The rows one batch deletes at most: on SQLite a turn of the writer's queue (writes wait no more
- * than a few ms for it), on PostgreSQL a transaction that holds the collection's row as briefly.
- */
-const SWEEP_BATCH = 200;
-
-/**
  * Deletes, every `intervalMs`, the rows of every collection with a time to live that expired by the
- * pass's start, a batch at a time (db/expiry/sweep.ts), yielding to the writes between batches; each
+ * pass's start (the process's expiry now, which the database keeps: db/expiry/clock.ts), a batch at a time (db/expiry/sweep.ts), yielding to the writes between batches; each
  * pass emits `pass` with how many rows went (Passes), and stop() ends one after its batch under way. Several processes on one database may each run one: each
  * batch holds its collection, and finds its rows again inside, so each row is deleted once.
  */
@@ -34,8 +27,15 @@ export class Sweeper extends Passes {
     );
   }
 
+  /** Stops as Passes does, then has the database keep this process's expiry now, for the next to start (docs/expiry.md). */
+  override async stop(): Promise<void> {
+    await super.stop();
+    await this.store.keepExpiryNow().catch((error) => this.log.error({ err: error }, 'keeping the expiry now failed'));
+  }
+
   private async sweep(): Promise<number> {
-    const now = expiryNow();
+    // Kept by the database before any row goes: a process restarted on a clock set back reads rows by it.
+    const now = await this.store.keepExpiryNow();
     let deleted = 0;
     for (let after = 0; ; ) {
       const collections = await this.store.expiringCollections(after, now, COLLECTIONS_PER_PAGE);
@@ -44,9 +44,9 @@ export class Sweeper extends Passes {
         try {
           for (;;) {
             if (this.stopped) return deleted;
-            const batch = await this.store.sweepExpiredBatch(collection, now, SWEEP_BATCH);
+            const batch = await this.store.sweepExpiredBatch(collection, now, this.store.sweepBatchRows);
             deleted += batch;
-            if (batch < SWEEP_BATCH) break;
+            if (batch < this.store.sweepBatchRows) break;
             await yieldToWriters();
           }
         } catch (error) {

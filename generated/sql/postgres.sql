@@ -42,7 +42,9 @@ delete from sort_keys where <keyRowIdsSql>;
 update collections set sorted = ? where id = ?;
 
 -- presentCountSql
-select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5;
+select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5
+and ((select ttl_field from collections where id = ?) is null
+    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
 
 -- listCollectionsSql
 select c.name, c.created_at, c.row_count - case when c.ttl_field is null then 0 else (select count(*) from rows x where x.collection_id = c.id and x.expires_at <= ?) end as row_count, c.last_seq from collections c where c.account_id = ? order by c.name collate "C";
@@ -213,7 +215,7 @@ with keyed as (select rows.id, doc.j, case when jsonb_typeof((j -> ?::text)) = '
   from rows, lateral (select case when strpos(rows.data, '\') = 0 and strpos(rows.data, chr(55295)) = 0 then rows.data::jsonb
 else regexp_replace(replace(replace(replace(replace(rows.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) doc
-  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>))
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>))
 select * from (select 0 as part, null::integer as x, json_build_array(k0::text, k1::text)::text as k,
     json_build_array(k0::text, k1::text, count(*), null, count(distinct case when jsonb_typeof((j -> ?::text)) = 'null' then null else (j -> ?::text) end), json_build_array(count(*) filter (where jsonb_typeof((j -> ?::text)) = 'number'),
     (sum(case when jsonb_typeof((j -> ?::text)) = 'number' then ((j -> ?::text))::numeric end))::text), json_build_array(count(*) filter (where jsonb_typeof((j -> ?::text)) = 'number'),
@@ -229,7 +231,7 @@ with keyed as (select rows.id, doc.j
   from rows, lateral (select case when strpos(rows.data, '\') = 0 and strpos(rows.data, chr(55295)) = 0 then rows.data::jsonb
 else regexp_replace(replace(replace(replace(replace(rows.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) doc
-  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?))
 select * from (select 0 as part, null::integer as x, '[]' as k,
     json_build_array(count(*), null)::text as v
   from keyed limit ?) groups
@@ -237,11 +239,13 @@ union all
 select 3 as part, null::integer as x, null as k, json_build_array((select last_seq from collections where account_id = ? and name = ?))::text as v;
 
 -- keyCountSql
-select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys where collection_id = ? and slot = ? and <bounds>;
+select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys
+where collection_id = ? and slot = ? and <bounds> and ((select ttl_field from collections where id = ?) is null
+    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
 
 -- getRowSql
 select data, collection_id, version from rows
-where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint));
+where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and (rows.expires_at is null or rows.expires_at > ?);
 
 -- advanceReadingRowSql
 with counters as (update collections
@@ -249,7 +253,7 @@ with counters as (update collections
   where account_id = ? and name = ?
   returning id, last_row_id, last_seq, sorted, uniques, schema_id, search, ttl_field)
 select c.*, r.data as current, r.version
-  from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) for update) r on true;
+  from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and (rows.expires_at is null or rows.expires_at > ?) for update) r on true;
 
 -- updateRowSql
 with updated as (
@@ -278,7 +282,7 @@ delete from idempotency_keys where (account_id, key) in
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -288,7 +292,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -297,7 +301,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 -- orderedPage(by id, after a place, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where id > ? order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -312,7 +316,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end > ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -334,7 +338,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id asc) end as json,
     (select last_seq from collections where id = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -346,7 +350,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
   cross join lateral (select id, data, expires_at from rows where collection_id = ? and id = k.row_id offset 0) rows
-  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) k;
 
 -- sortedPage(asc, all)
@@ -354,8 +358,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, present)
@@ -363,8 +367,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, missing)
@@ -372,8 +376,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a number)
@@ -381,14 +385,14 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id > $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num > $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $5 and num > $7 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank > $4 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -397,14 +401,14 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id > $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id > $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str > $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str > $7 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank > $4 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -413,11 +417,11 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank > $4 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -426,15 +430,15 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -444,7 +448,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id desc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -453,7 +457,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 -- orderedPage(by id, after a place, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where id < ? order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -468,7 +472,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end < ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end < ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -490,7 +494,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id desc) end as json,
     (select last_seq from collections where id = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -502,7 +506,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
   cross join lateral (select id, data, expires_at from rows where collection_id = ? and id = k.row_id offset 0) rows
-  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) k;
 
 -- sortedPage(desc, all)
@@ -510,8 +514,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, present)
@@ -519,8 +523,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, missing)
@@ -528,8 +532,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a number)
@@ -537,17 +541,17 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id < $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num < $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $5 and num < $7 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank < $4 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -556,17 +560,17 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id < $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id < $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str < $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str < $7 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank < $4 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -575,14 +579,14 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank < $4 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -591,8 +595,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -600,7 +604,7 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 1) end as json
 from (select * from (select r.*, row_number() over (partition by k order by id asc) as rn
   from (select rows.id as k, rows.id, rows.data from rows
-    where rows.collection_id = ? and rows.id in (select jsonb_array_elements_text(?::jsonb)::bigint) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)) r) r
+    where rows.collection_id = ? and rows.id in (select jsonb_array_elements_text(?::jsonb)::bigint) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
   where rn <= ? order by k, rn) r
 group by k;
 
@@ -611,7 +615,7 @@ from (select * from (select r.*, row_number() over (partition by k order by case
   from (select k.num as k, rows.id, rows.data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows
     where rows.collection_id = ? and k.collection_id = ? and k.slot = (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
-    where c.id = ? and e.f = ?) and k.rank = 1 and k.num in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)) r) r
+    where c.id = ? and e.f = ?) and k.rank = 1 and k.num in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
   where rn <= ? order by k, rn) r
 group by k
 union all select null, null, null where (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
@@ -627,7 +631,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows
     where rows.collection_id = ? and (case when jsonb_typeof(regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?) = 'number' then (regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?)::numeric end) in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)) r) r
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?)::numeric end) in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
   where rn <= ? order by k, rn) r
 group by k;
 

@@ -42,7 +42,9 @@ delete from sort_keys where <keyRowIdsSql>;
 update collections set sorted = ? where id = ?;
 
 -- presentCountSql
-select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5;
+select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5
+and ((select ttl_field from collections where id = ?) is null
+    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
 
 -- listCollectionsSql
 select c.name, c.created_at, c.row_count - case when c.ttl_field is null then 0 else (select count(*) from rows x where x.collection_id = c.id and x.expires_at <= ?) end as row_count, c.last_seq from collections c where c.account_id = ? order by c.name;
@@ -221,7 +223,7 @@ with keyed as (select id, data, json_array(case json_type(data, ?)
     else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
   when 'array' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
     else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
-  else data -> ? end) as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>))
+  else data -> ? end) as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>))
 select * from (select 0 as part, null as x, hex(k) as k,
   json_array(min((data -> ?) || ''), min((data -> ?) || ''), count(*), null, count(distinct case json_type(data, ?)
   when 'null' then null
@@ -268,33 +270,35 @@ from (select k, max(case json_type(data, ?)
 union all select 3 as part, null as x, null as k, json_array((select last_seq from collections where account_id = ? and name = ?)) as v;
 
 -- aggregateSql(one group, a count)
-with keyed as (select id, data, '[]' as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000))
+with keyed as (select id, data, '[]' as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?))
 select * from (select 0 as part, null as x, hex('[]') as k,
   json_array(count(*), null) as v
 from (select id, data, k from keyed limit -1) limit +?)
 union all select 3 as part, null as x, null as k, json_array((select last_seq from collections where account_id = ? and name = ?)) as v;
 
 -- keyCountSql
-select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys where collection_id = ? and slot = ? and <bounds>;
+select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys
+where collection_id = ? and slot = ? and <bounds> and ((select ttl_field from collections where id = ?) is null
+    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
 
 -- rowsSql
 select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
 cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
-cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000);
+cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and (r.expires_at is null or r.expires_at > j.value ->> 3);
 
 -- patchedRowSql
 select r.data, c.id as collection_id, r.version, c.schema_id from rows r join collections c on c.id = r.collection_id
-where c.account_id = ? and c.name = ? and r.id = ? and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000);
+where c.account_id = ? and c.name = ? and r.id = ? and (r.expires_at is null or r.expires_at > ?);
 
 -- orderedPage(by id, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -302,12 +306,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(by id, after a place, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where id > ? order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end > ? or (case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end > json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
   when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
@@ -322,7 +326,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(filtered, through a sort index, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -331,45 +335,45 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select rows.id, rows.data from sort_keys k
   cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) r;
 
 -- sortedPage(asc, all)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
-  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, present)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
-  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, missing)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
-  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after a number)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num > json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num > json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?4 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -377,14 +381,14 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str > json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str > json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?4 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -392,11 +396,11 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?4 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -404,20 +408,20 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- orderedPage(by id, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
@@ -425,12 +429,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(by id, after a place, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where id < ? order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end < ? or (case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end < json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
   when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
@@ -445,7 +449,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(filtered, through a sort index, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
@@ -454,48 +458,48 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select rows.id, rows.data from sort_keys k
   cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) r;
 
 -- sortedPage(desc, all)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
-  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, present)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
-  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, missing)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
-  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after a number)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num < json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num < json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?4 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -503,17 +507,17 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str < json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str < json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?4 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -521,14 +525,14 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?4 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -536,8 +540,8 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -545,7 +549,7 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select k, count(*) as n, group_concat(case when rn <= 1 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json
 from (select * from (select r.*, row_number() over (partition by k order by id asc) as rn
   from (select rows.id as k, rows.id, rows.data from rows
-    where rows.collection_id = ? and rows.id in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)) r) r
+    where rows.collection_id = ? and rows.id in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
   where rn <= ? order by k, rn) r
 group by k;
 
@@ -554,7 +558,7 @@ select k, count(*) as n, group_concat(case when rn <= 10 then '{"id":' || id || 
 from (select * from (select r.*, row_number() over (partition by k order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
     when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc) as rn
   from (select k.num as k, rows.id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-    where rows.collection_id = ? and k.collection_id = ? and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) and k.rank = 1 and k.num in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)) r) r
+    where rows.collection_id = ? and k.collection_id = ? and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) and k.rank = 1 and k.num in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
   where rn <= ? order by k, rn) r
 group by k
 union all select null, null, null where (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) is null;
@@ -564,14 +568,14 @@ select k, count(*) as n, group_concat(case when rn <= 10 then '{"id":' || id || 
 from (select * from (select r.*, row_number() over (partition by k order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
     when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc) as rn
   from (select (case when json_type(data, ?) = 'integer' then json_extract(data, ?) end) as k, rows.id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows
-    where rows.collection_id = ? and (case when json_type(data, ?) = 'integer' then json_extract(data, ?) end) in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)) r) r
+    where rows.collection_id = ? and (case when json_type(data, ?) = 'integer' then json_extract(data, ?) end) in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
   where rn <= ? order by k, rn) r
 group by k;
 
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -579,7 +583,7 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
 -- orderedPage(by a field no JSON path spells, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
@@ -601,14 +605,14 @@ returning account_id;
 
 -- patchSql(0 fields, a patch alone)
 insert into row_patches_0
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_0.rid) as version,
   (select search from collections where id = row_patches_0.collection_id) as search;
 
 -- patchSql(0 fields, a group)
 insert into row_patches_0
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_0.rid) as version,
@@ -616,14 +620,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(1 fields, a patch alone)
 insert into row_patches_1
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_1.rid) as version,
   (select search from collections where id = row_patches_1.collection_id) as search;
 
 -- patchSql(1 fields, a group)
 insert into row_patches_1
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_1.rid) as version,
@@ -631,14 +635,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(2 fields, a patch alone)
 insert into row_patches_2
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_2.rid) as version,
   (select search from collections where id = row_patches_2.collection_id) as search;
 
 -- patchSql(2 fields, a group)
 insert into row_patches_2
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_2.rid) as version,
@@ -646,14 +650,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(3 fields, a patch alone)
 insert into row_patches_3
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_3.rid) as version,
   (select search from collections where id = row_patches_3.collection_id) as search;
 
 -- patchSql(3 fields, a group)
 insert into row_patches_3
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_3.rid) as version,
@@ -661,14 +665,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(4 fields, a patch alone)
 insert into row_patches_4
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_4.rid) as version,
   (select search from collections where id = row_patches_4.collection_id) as search;
 
 -- patchSql(4 fields, a group)
 insert into row_patches_4
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_4.rid) as version,
@@ -676,14 +680,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(5 fields, a patch alone)
 insert into row_patches_5
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_5.rid) as version,
   (select search from collections where id = row_patches_5.collection_id) as search;
 
 -- patchSql(5 fields, a group)
 insert into row_patches_5
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_5.rid) as version,
@@ -691,14 +695,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(6 fields, a patch alone)
 insert into row_patches_6
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_6.rid) as version,
   (select search from collections where id = row_patches_6.collection_id) as search;
 
 -- patchSql(6 fields, a group)
 insert into row_patches_6
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_6.rid) as version,
@@ -706,14 +710,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(7 fields, a patch alone)
 insert into row_patches_7
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_7.rid) as version,
   (select search from collections where id = row_patches_7.collection_id) as search;
 
 -- patchSql(7 fields, a group)
 insert into row_patches_7
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_7.rid) as version,
@@ -721,14 +725,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(8 fields, a patch alone)
 insert into row_patches_8
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_8.rid) as version,
   (select search from collections where id = row_patches_8.collection_id) as search;
 
 -- patchSql(8 fields, a group)
 insert into row_patches_8
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_8.rid) as version,
@@ -736,14 +740,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(9 fields, a patch alone)
 insert into row_patches_9
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_9.rid) as version,
   (select search from collections where id = row_patches_9.collection_id) as search;
 
 -- patchSql(9 fields, a group)
 insert into row_patches_9
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_9.rid) as version,
@@ -751,14 +755,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(10 fields, a patch alone)
 insert into row_patches_10
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_10.rid) as version,
   (select search from collections where id = row_patches_10.collection_id) as search;
 
 -- patchSql(10 fields, a group)
 insert into row_patches_10
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_10.rid) as version,
@@ -766,14 +770,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(11 fields, a patch alone)
 insert into row_patches_11
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_11.rid) as version,
   (select search from collections where id = row_patches_11.collection_id) as search;
 
 -- patchSql(11 fields, a group)
 insert into row_patches_11
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_11.rid) as version,
@@ -781,14 +785,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(12 fields, a patch alone)
 insert into row_patches_12
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_12.rid) as version,
   (select search from collections where id = row_patches_12.collection_id) as search;
 
 -- patchSql(12 fields, a group)
 insert into row_patches_12
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_12.rid) as version,
@@ -796,14 +800,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(13 fields, a patch alone)
 insert into row_patches_13
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_13.rid) as version,
   (select search from collections where id = row_patches_13.collection_id) as search;
 
 -- patchSql(13 fields, a group)
 insert into row_patches_13
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_13.rid) as version,
@@ -811,14 +815,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(14 fields, a patch alone)
 insert into row_patches_14
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_14.rid) as version,
   (select search from collections where id = row_patches_14.collection_id) as search;
 
 -- patchSql(14 fields, a group)
 insert into row_patches_14
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_14.rid) as version,
@@ -826,14 +830,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(15 fields, a patch alone)
 insert into row_patches_15
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_15.rid) as version,
   (select search from collections where id = row_patches_15.collection_id) as search;
 
 -- patchSql(15 fields, a group)
 insert into row_patches_15
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_15.rid) as version,
@@ -841,14 +845,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(16 fields, a patch alone)
 insert into row_patches_16
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > ?3 ->> '$[0][2]')), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_16.rid) as version,
   (select search from collections where id = row_patches_16.collection_id) as search;
 
 -- patchSql(16 fields, a group)
 insert into row_patches_16
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > p.value ->> 2)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_16.rid) as version,

@@ -9,6 +9,7 @@ import { type OpenedDatabase, type StoreOptions, withDefaults } from './engine/c
 import type { AreaParts, WriteSteps } from './engine/dialect.ts';
 import type { GroupedWrites } from './engine/grouping.ts';
 import { appendEvents } from './events/events.ts';
+import { readKeptExpiryNow } from './expiry/clock.ts';
 import { openPostgres } from './postgres/index.ts';
 import { putWords } from './search/indexes.ts';
 import { openSqlite } from './sqlite/index.ts';
@@ -28,7 +29,7 @@ export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrite
 export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
   if (url.startsWith('sqlite:')) {
     const { readers, writes, ...opened } = await openSqlite(url, withDefaults(options), areaParts());
-    return Object.assign(storeOf(opened), { readers, writes }) satisfies SqliteStore;
+    return Object.assign(await storeOf(opened), { readers, writes }) satisfies SqliteStore;
   }
   if (/^postgres(ql)?:\/\//.test(url)) return storeOf(await openPostgres(url, withDefaults(options), areaParts()));
   throw new Error(`DATABASE_URL must start with sqlite: or postgres://, not ${JSON.stringify(url.split(':')[0])}`);
@@ -44,4 +45,8 @@ const areaParts = (): AreaParts => ({
   steps,
 });
 
-const storeOf = ({ db, backups, codes, close }: OpenedDatabase) => assembleStore(db, backups, codes, close);
+/** The Store of an opened database, this process's expiry now raised to the one it keeps (expiry/clock.ts). */
+async function storeOf({ db, backups, codes, close }: OpenedDatabase): Promise<Store> {
+  await readKeptExpiryNow(db);
+  return assembleStore(db, backups, codes, close);
+}

@@ -40,6 +40,7 @@ import { type Waits, watchKnexPool } from './engine/waits.ts';
 import type { WakeUps } from './engine/wake-ups.ts';
 import { feedStart, latestSeq, readEvents } from './events/events.ts';
 import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
+import { keepExpiryNow } from './expiry/clock.ts';
 import { expiringCollections, sweepExpiredBatch } from './expiry/sweep.ts';
 import { deleteTtl, getTtl, putTtl } from './expiry/ttl.ts';
 import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
@@ -157,6 +158,7 @@ const shared = {
   deleteTtl,
   expiringCollections,
   sweepExpiredBatch,
+  keepExpiryNow,
   listRelations,
   getRelation,
   putRelation,
@@ -216,6 +218,8 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
     knex: Knex;
     /** How long another process's writer that has waited `waitedMs` may take to see the database free (Dialect's). */
     writerWakeMs(waitedMs: number): number;
+    /** The rows a sweep's batch deletes at most on this database (Dialect's). */
+    sweepBatchRows: number;
     /** Writes the key uses noted, waits for the statements under way, then closes every connection; later calls answer 503. */
     close(): Promise<void>;
     /** Whether close() has not begun: the store still serves. */
@@ -242,7 +246,17 @@ export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCo
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
   ]) as Omit<
     Store,
-    'findPrincipal' | 'findIssuers' | 'findRules' | 'findRelations' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'
+    | 'findPrincipal'
+    | 'findIssuers'
+    | 'findRules'
+    | 'findRelations'
+    | 'changes'
+    | 'waits'
+    | 'knex'
+    | 'close'
+    | 'isOpen'
+    | 'backup'
+    | 'sweepBatchRows'
   >;
   const compiled = new CompiledRulesCache();
   // By `<account id> <collection>`: a collection's name holds no space.
@@ -347,6 +361,7 @@ export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCo
     waits: db.waits,
     knex: db.knex,
     writerWakeMs: db.writerWakeMs,
+    sweepBatchRows: db.sweepBatchRows,
     isOpen: () => !closing,
     close: async () => {
       closing = true;

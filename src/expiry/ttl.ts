@@ -55,11 +55,17 @@ function refusal(refused: 'ttl' | 'schema', detail: string, ofTtl: Pointed, ofSc
 type Pointed = { name: string; message: string };
 
 /**
- * Now, in ms since the epoch, as expiries are read: never earlier than a time this process read before,
- * so that a clock set back does not bring expired rows back.
+ * Now, in ms since the epoch, as expiries are read, by every read and write of rows and by the sweeper:
+ * never earlier than a time this process read before, nor than a mark it was raised to (raiseExpiryNow),
+ * so that a clock set back does not bring expired rows back (docs/expiry.md, "A clock set back").
  */
 export function expiryNow(): number {
   latest = Math.max(latest, Date.now());
   return latest;
 }
 let latest = 0;
+
+/** Makes expiryNow() answer `mark` (ms since the epoch) at least from now on: the latest the database keeps. */
+export function raiseExpiryNow(mark: number): void {
+  latest = Math.max(latest, mark);
+}

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { openStore } from '../../src/db/open-store.ts';
+import { Workspace } from './process.ts';
 
 export type BackendName = 'sqlite' | 'postgres';
 
@@ -160,4 +161,24 @@ export function knexOf(backend: BackendName, url: string): Knex {
       ? { client: 'pg', connection: url }
       : { client: 'sqlite3', connection: { filename: url.slice('sqlite:'.length) }, useNullAsDefault: true },
   );
+}
+
+/**
+ * For a mocha `describe` of `rowbase` processes (process.ts) on `backend`: before each test a workspace,
+ * its database (the workspace's SQLite file, or a PostgreSQL database of its own) and a Knex on it, all
+ * gone after it.
+ */
+export function workspaceOn(backend: BackendName) {
+  const suite = {} as { workspace: Workspace; database: TestDatabase; knex: Knex };
+  beforeEach(async () => {
+    const workspace = await Workspace.create();
+    const database = backend === 'sqlite' ? { url: workspace.databaseUrl, drop: async () => {} } : await createDatabase(backend);
+    Object.assign(suite, { workspace, database, knex: knexOf(backend, database.url) });
+  });
+  afterEach(async () => {
+    await suite.knex.destroy();
+    await suite.workspace.cleanUp();
+    await suite.database.drop();
+  });
+  return suite;
 }

@@ -87,6 +87,12 @@ export interface Dialect {
    * least this long after such a turn, or the other may never see it free.
    */
   writerWakeMs(waitedMs: number): number;
+  /**
+   * The rows a sweep's batch deletes at most (../expiry/sweep.ts, src/sweeper.ts): on SQLite a turn of the
+   * one writer, which the requests' writes wait behind, so a few ms; on PostgreSQL a transaction that holds
+   * only its collection's row, where a batch's round trips are paid the fewer times the more rows it holds.
+   */
+  sweepBatchRows: number;
   /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */

@@ -468,6 +468,21 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   '0025_row_expiry_triggers': schema.own['0025_row_expiry_triggers'] ?? unchanged,
   '0026_row_expiry_in_writes': schema.own['0026_row_expiry_in_writes'] ?? unchanged,
   '0027_unique_keys': uniqueKeys(schema),
+  '0028_expiry_clock': {
+    async up(knex) {
+      // The latest "now" by which rows expire that a process of this database has read (docs/expiry.md,
+      // "A clock set back"), in ms since the epoch: one row, raised by each sweep and as a process stops,
+      // read as one starts, so that expired rows do not come back after a restart on a clock set back.
+      await knex.schema.createTable('expiry_clock', (t) => {
+        t.integer('id').primary();
+        t.bigInteger('now_ms').notNullable();
+      });
+      await knex('expiry_clock').insert({ id: 1, now_ms: 0 });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('expiry_clock');
+    },
+  },
 });
 
 /** The name of the database's index that a unique index was before 0027_unique_keys, by its id. */

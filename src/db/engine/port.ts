@@ -109,21 +109,25 @@ export interface RowPort {
    * collection with the schema `schemaId` (a batch's, an upsert's): the first id and seq of each.
    */
   insertIn(trx: WriteTx, accountId: number, collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
-  /** The row, read alone (on SQLite merged with the reads of rows beside it); none when it or its collection is missing. */
-  readRow(accountId: number, collection: string, rowId: number): Promise<StoredRow[]>;
+  /**
+   * The row, read alone (on SQLite merged with the reads of rows beside it); none when it or its
+   * collection is missing, or it does not live at `now` (ms since the epoch, expiryNow(): docs/expiry.md).
+   */
+  readRow(accountId: number, collection: string, rowId: number, now: number): Promise<StoredRow[]>;
   /**
    * The row `rowId` read inside `trx` and held until it ends, to be patched: 404 for a missing row or
-   * collection. `schemaId`: the schema the patch was sent with in mind (StaleSchema when a missing
-   * row's collection has another: the 404 is then told apart again).
+   * collection, or a row that does not live at `now` (ms since the epoch). `schemaId`: the schema the
+   * patch was sent with in mind (StaleSchema when a missing row's collection has another: the 404 is then
+   * told apart again).
    */
-  readToPatch(trx: WriteTx, accountId: number, collection: string, rowId: number, schemaId: number): Promise<RowToPatch>;
+  readToPatch(trx: WriteTx, accountId: number, collection: string, rowId: number, schemaId: number, now: number): Promise<RowToPatch>;
   /**
    * The patch, a top-level merge, of a row of a collection without a schema, written without reading
    * the row, merged with the patches beside it, where the dialect can (SQLite's json_set, in one
    * statement): undefined where it cannot, and then the row is read and patched in a transaction.
-   * StaleSchema when the collection has a schema now.
+   * StaleSchema when the collection has a schema now; 404 as readToPatch's, the row living at `now`.
    */
-  mergePatch?(accountId: number, collection: string, rowId: number, patch: Patch): Promise<VersionedRow> | undefined;
+  mergePatch?(accountId: number, collection: string, rowId: number, patch: Patch, now: number): Promise<VersionedRow> | undefined;
   /**
    * The rows `rows` of a collection without a schema patched inside `trx` by the top-level merge `patch`
    * without reading them, where the dialect can (as mergePatch): their JSON texts as now stored, in id

@@ -3,10 +3,9 @@
 // scores and an aggregate, on the builders both share (../sql/pages.ts), and the sort indexes it keeps.
 import type { AggregateQuery } from '../../query/aggregate.ts';
 import type { Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
-import type { Page } from '../../query/page.ts';
 import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { Dialect, KeyBounds, SqlValue } from './dialect.ts';
-import type { CollectionRef, SortedPages, Statement } from './sql/pages.ts';
+import type { CollectionRef, LivePage, SortedPages, Statement } from './sql/pages.ts';
 import type { KeysWithin } from './sql/reads.ts';
 import type { RelatedRead } from './sql/related.ts';
 import type { Sql } from './sql/template.ts';
@@ -30,11 +29,11 @@ export interface PageSource extends SortedPages {
   /** Runs `work` with reads that all see one snapshot. */
   snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T>;
   /**
-   * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
-   * their count with `page.count`; its one row is a PagePart. With `scores` (scoresSql()), of the rows
-   * it scores only, each with its `score`.
+   * One page of the account's collection, sorted whole, of the rows that live at `page.now` and `where`
+   * keeps (all without it), and their count with `page.count`; its one row is a PagePart. With `scores`
+   * (scoresSql()), of the rows it scores only, each with its `score`.
    */
-  orderedPage(collection: CollectionRef, page: Page, where?: Sql, scores?: Sql): Statement;
+  orderedPage(collection: CollectionRef, page: LivePage, where?: Sql, scores?: Sql): Statement;
   /**
    * The relevance of each row holding `search` (bound: bindSearch()), as a table of `collection_id`,
    * `row_id` and `score`, the higher the more relevant (docs/search.md, "Ranking").
@@ -44,8 +43,11 @@ export interface PageSource extends SortedPages {
   filterSql(filter: Filter): Sql;
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): Sql;
-  /** A page of the rows `filter` keeps among those of `keys`, in their order, from `offset`, at most `limit`; its one row is a PagePart. */
-  filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number, offset: number): Statement;
+  /**
+   * A page of the rows that live at `now` and `filter` keeps among those of `keys`, in their order, from
+   * `offset`, at most `limit`; its one row is a PagePart.
+   */
+  filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number, offset: number, now: number): Statement;
   /** The rows related to a page's, for one relation of the whole page (../reads/expand.ts); its rows are RelatedPart. */
   relatedRows(read: RelatedRead): Statement;
   /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
@@ -62,10 +64,10 @@ export type PagedDialect = Dialect & { pages: AggregateSource };
 /** What a dialect gives the aggregates besides what it gives pages (../reads/aggregates.ts). */
 export interface AggregateSource extends PageSource {
   /**
-   * The statement of `query`'s aggregates over the collection's rows that `where` keeps (all without
-   * it), at most `maxGroups` groups of them. Its rows are AggregatePart, in any order.
+   * The statement of `query`'s aggregates over the collection's rows that live at `now` and `where` keeps
+   * (all without it), at most `maxGroups` groups of them. Its rows are AggregatePart, in any order.
    */
-  aggregateSql(collection: CollectionRef, query: AggregateQuery, where: Sql | undefined, maxGroups: number): Statement;
+  aggregateSql(collection: CollectionRef, query: AggregateQuery, where: Sql | undefined, maxGroups: number, now: number): Statement;
   /** A JSON text the statement answers, as its value (on PostgreSQL, its strings escaped as jsonb holds them, read back). */
   jsonOf(text: string): JsonValue;
   /** Whether a sort index's key of the string `text` holds it whole (always on SQLite; on PostgreSQL, a short one). */

@@ -42,9 +42,6 @@ export async function sweepExpiredBatch(db: Dialect, collection: ExpiringCollect
   return deleted.count;
 }
 
-/** The rows a sweep of one collection deletes at once (sweepCollection). */
-const BATCH_ROWS = 200;
-
 /**
  * Deletes now every expired row of the account's collection, as the sweeper would (a batch at a time,
  * each with its event): answers whether any went. An insert refused by a unique index calls it, then
@@ -56,6 +53,7 @@ export async function sweepCollection(db: Dialect, accountId: number, name: stri
   const collection = { id: Number(found.id), accountId, name };
   const now = expiryNow();
   let deleted = 0;
-  for (let batch = BATCH_ROWS; batch === BATCH_ROWS; deleted += batch) batch = await sweepExpiredBatch(db, collection, now, BATCH_ROWS);
+  const rows = db.sweepBatchRows;
+  for (let batch = rows; batch === rows; deleted += batch) batch = await sweepExpiredBatch(db, collection, now, rows);
   return deleted > 0;
 }

@@ -51,12 +51,12 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
     write: (work) => knex.transaction(work),
     writeSeveral: severalHeld,
     ...postgresInserts(db, steps),
-    readRow: (accountId, collection, rowId) => runAlone<StoredRow>(knex, getRowSql, [accountId, collection, rowId]),
+    readRow: (accountId, collection, rowId, now) => runAlone<StoredRow>(knex, getRowSql, [accountId, collection, rowId, now]),
     /**
      * The collection's row held, then the row read locked (no other write of it comes between, so
      * concurrent increments all count); written with its event and NOTIFY, re-keyed, and its words set.
      */
-    async readToPatch(trx, accountId, collection, rowId) {
+    async readToPatch(trx, accountId, collection, rowId, _schemaId, now) {
       const [counters] = await db.run<{
         id: number | string;
         last_seq: number | string;
@@ -67,7 +67,7 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
         schema_id: number | string;
         search: string | null;
         ttl_field: string | null;
-      }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
+      }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId, now]);
       if (!counters) throw collectionNotFound(collection);
       const { current } = counters;
       if (!current) throw rowNotFound(collection, rowId);

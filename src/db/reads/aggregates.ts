@@ -41,7 +41,7 @@ interface AggregatePart {
 export type AggregateResult = AggregateAnswer & { seq: number };
 
 /**
- * The answer to `asked` over the account's collection, its `$search` bound to the collection's search
+ * The answer to `asked` over the account's collection's rows that live at `now` (ms since the epoch), its `$search` bound to the collection's search
  * index (400 when it has none); 404 when there is none. `maxGroupsRead`: the groups the database may
  * find at most before the query is refused as too wide, a 400 whose one error is `place` (the
  * request's group_by).
@@ -53,16 +53,17 @@ export async function readAggregates(
   asked: AggregateQuery,
   maxGroupsRead: number,
   place: FieldError,
+  now: number,
 ): Promise<AggregateResult> {
   const filter = await bindSearch((sql, params) => source.read(sql, params, 'point'), accountId, collection, asked.filter);
   const query = { ...asked, filter };
   const index = query.filter && indexedFields(query.filter).length > 0 ? await findIndex(source, accountId, collection, query) : undefined;
   if (index) {
-    const read = await readInIndex(source, query, maxGroupsRead, place, index);
+    const read = await readInIndex(source, query, maxGroupsRead, place, index, now);
     if (read) return read;
   }
   const where = query.filter && source.filterSql(query.filter);
-  const result = await readGroups(source, byName(accountId, collection), query, where, maxGroupsRead, place);
+  const result = await readGroups(source, byName(accountId, collection), query, where, maxGroupsRead, place, now);
   if (!result) throw collectionNotFound(collection);
   return result;
 }
@@ -94,6 +95,7 @@ async function readInIndex(
   maxGroupsRead: number,
   place: FieldError,
   { id, index }: { id: number; index: InIndex },
+  now: number,
 ): Promise<AggregateResult | undefined> {
   const ref = byId(id);
   const bounds = source.keyBoundsSql(index.bounds);
@@ -105,7 +107,7 @@ async function readInIndex(
     op === '$eq' &&
     (index.bounds.rank !== 2 || source.wholeStringKeys || source.keyHoldsWhole(String(operand)));
   if (exact && query.groupBy.length === 0 && query.aggregates.every(({ op }) => op === 'count')) {
-    const statement = keyCountSql(ref, index.slot, bounds);
+    const statement = keyCountSql(ref, index.slot, bounds, now);
     const [{ n, seq }] = await source.read<{ n: number | string; seq: number | string | null }>(statement.sql, statement.params, 'sort');
     if (seq === null) return undefined;
     const group: Group = {};
@@ -113,7 +115,7 @@ async function readInIndex(
     return { ...orderGroups([group], query), seq: Number(seq) };
   }
   const where = withinIndex(ref, index.slot, bounds, source.filterSql(query.filter as NonNullable<AggregateQuery['filter']>));
-  return readGroups(source, ref, query, where, maxGroupsRead, place);
+  return readGroups(source, ref, query, where, maxGroupsRead, place, now);
 }
 
 /** The groups of the rows `where` keeps, made into the answer; undefined when the collection is gone. */
@@ -124,8 +126,9 @@ async function readGroups(
   where: Sql | undefined,
   maxGroupsRead: number,
   place: FieldError,
+  now: number,
 ): Promise<AggregateResult | undefined> {
-  const statement = source.aggregateSql(ref, query, where, maxGroupsRead + 1);
+  const statement = source.aggregateSql(ref, query, where, maxGroupsRead + 1, now);
   const parts = await source.read<AggregatePart>(statement.sql, statement.params, 'once');
   const groups = new Map<string, GroupParts>();
   let seq: number | null = null;

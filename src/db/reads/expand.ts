@@ -48,11 +48,13 @@ const isId = (value: unknown): value is number => typeof value === 'number' && N
 
 /** A key's related rows as read: how many (at most the limit and one more), and the JSON texts of the first `limit`, joined by commas. */
 type Related = { n: number; json: string };
+/** Each key's Related rows. */
+type ByKey = Map<number, Related>;
 
 /**
  * The page `json` (an array of rows; with `versions`, of `{ etag, row }`) with `expansions` set into its
  * rows, then theirs into the related rows, and so on: each read from `source`, in the snapshot the page
- * was read in (related.ts, readRelatedPage).
+ * was read in (related.ts, readRelatedPage), of the rows that live at `now`, as the page's.
  */
 export async function expandPage(
   source: PageSource,
@@ -60,10 +62,11 @@ export async function expandPage(
   json: Json<unknown[]>,
   versions: boolean,
   expansions: readonly Expansion[],
+  now: number,
 ): Promise<string> {
   const items = JSON.parse(json) as Fields[];
   const rows = versions ? items.map((item) => item.row as Fields) : items;
-  const expanded = await expandedTexts(source, accountId, rows, expansions);
+  const expanded = await expandedTexts(source, accountId, rows, expansions, now);
   const texts = rows.map((row, index) => rowText(row, expanded[index]));
   return `[${versions ? items.map((item, index) => `{"etag":${JSON.stringify(item.etag)},"row":${texts[index]}}`).join(',') : texts.join(',')}]`;
 }
@@ -77,7 +80,13 @@ function rowText(row: Fields, expanded: string | undefined): string {
 }
 
 /** The member EXPANDED of each of `rows` as JSON text, in their order: each of `expansions` read for all of them at once. */
-async function expandedTexts(source: PageSource, accountId: number, rows: Fields[], expansions: readonly Expansion[]): Promise<string[]> {
+async function expandedTexts(
+  source: PageSource,
+  accountId: number,
+  rows: Fields[],
+  expansions: readonly Expansion[],
+  now: number,
+): Promise<string[]> {
   const members: string[][] = rows.map(() => []);
   const cuts: string[][] = rows.map(() => []);
   for (const asked of expansions) {
@@ -89,14 +98,20 @@ async function expandedTexts(source: PageSource, accountId: number, rows: Fields
     };
     const name = JSON.stringify(expansion.name);
     if (expansion.kind === 'to_one') {
-      const found = await readRelated(source, accountId, expansion, [...new Set(rows.map((row) => row[expansion.field]).filter(isId))]);
+      const found = await readRelated(
+        source,
+        accountId,
+        expansion,
+        [...new Set(rows.map((row) => row[expansion.field]).filter(isId))],
+        now,
+      );
       rows.forEach((row, index) => {
         const value = row[expansion.field];
         members[index].push(`${name}:${(isId(value) && found.get(value)?.json) || 'null'}`);
       });
       continue;
     }
-    const found = await readRelated(source, accountId, expansion, [...new Set(rows.map((row) => row.id as number))]);
+    const found = await readRelated(source, accountId, expansion, [...new Set(rows.map((row) => row.id as number))], now);
     rows.forEach((row, index) => {
       const read = found.get(row.id as number);
       members[index].push(`${name}:[${read?.json ?? ''}]`);
@@ -113,15 +128,15 @@ async function expandedTexts(source: PageSource, accountId: number, rows: Fields
  * By each of `keys`, its related rows (readLevel), as the caller may see them: masked, their own
  * expansions set into them, only their selected fields.
  */
-async function readRelated(source: PageSource, accountId: number, expansion: Expansion, keys: number[]): Promise<Map<number, Related>> {
-  const found = await readLevel(source, accountId, expansion, keys);
+async function readRelated(source: PageSource, accountId: number, expansion: Expansion, keys: number[], now: number): Promise<ByKey> {
+  const found = await readLevel(source, accountId, expansion, keys, now);
   const { mask, select } = expansion;
   for (const related of found.values()) if (mask) related.json = mask(`[${related.json}]`).slice(1, -1);
   const groups = [...found.values()];
   if (expansion.expand.length === 0 && !select && !groups.some(({ json }) => json.includes(`"${EXPANDED}"`))) return found;
   const rows = groups.map(({ json }) => JSON.parse(`[${json}]`) as Fields[]);
   const all = rows.flat();
-  const expanded = expansion.expand.length === 0 ? [] : await expandedTexts(source, accountId, all, expansion.expand);
+  const expanded = expansion.expand.length === 0 ? [] : await expandedTexts(source, accountId, all, expansion.expand, now);
   let at = 0;
   groups.forEach((related, index) => {
     related.json = rows[index]
@@ -140,7 +155,7 @@ async function readRelated(source: PageSource, accountId: number, expansion: Exp
  * order, its limit and one more (when the collection has no such index, a second statement reads them by
  * the field of each row).
  */
-async function readLevel(source: PageSource, accountId: number, expansion: Expansion, keys: number[]): Promise<Map<number, Related>> {
+async function readLevel(source: PageSource, accountId: number, expansion: Expansion, keys: number[], now: number): Promise<ByKey> {
   const found = new Map<number, Related>();
   if (keys.length === 0) return found;
   const toMany = expansion.kind === 'to_many';
@@ -152,6 +167,7 @@ async function readLevel(source: PageSource, accountId: number, expansion: Expan
     order: toMany ? expansion.order : BY_ID,
     each: toMany ? expansion.limit + 1 : 1,
     joined: toMany ? expansion.limit : 1,
+    now,
   };
   let parts = await readParts(source, read);
   if (parts.some((part) => part.k === null)) {

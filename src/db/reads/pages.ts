@@ -6,12 +6,11 @@ import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
 import { type Filter, rankedSearch, without } from '../../query/filter.ts';
 import { type Direction, ordersRelated, type SortKey } from '../../query/order.ts';
-import type { Page } from '../../query/page.ts';
 import type { Relevance } from '../../query/select.ts';
 import type { Json, Row } from '../../rows.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
-import { byId, byName, type CollectionRef, type KeyRange, withinIndex } from '../engine/sql/pages.ts';
+import { byId, byName, type CollectionRef, type KeyRange, type LivePage, withinIndex } from '../engine/sql/pages.ts';
 import { collectionSql, keyCountUpToSql, presentCountSql } from '../engine/sql/reads.ts';
 import { raw } from '../engine/sql/template.ts';
 import { pageTooLarge } from '../rows/rows.ts';
@@ -54,7 +53,7 @@ type CollectionRow = { id: number | string; row_count: number | string; sorted: 
 type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
 
 /** One page of rows; 404 when the collection does not exist. */
-export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
+export async function readPage(source: PageSource, accountId: number, collection: string, page: LivePage): Promise<RowsPage> {
   if (page.filter) {
     const filter = await bindSearch((sql, params) => source.read(sql, params, 'point'), accountId, collection, page.filter);
     if (page.scored) return scoredPage(source, byName(accountId, collection), collection, { ...page, filter });
@@ -85,7 +84,7 @@ export async function readPage(source: PageSource, accountId: number, collection
  * collection large enough, none of whose fields has an index, makes the index of the first (as the
  * first page ordered by a field makes its); the field the page is ordered by comes first.
  */
-async function filteredPage(source: PageSource, accountId: number, collection: string, page: Page, filter: Filter): Promise<RowsPage> {
+async function filteredPage(source: PageSource, accountId: number, collection: string, page: LivePage, filter: Filter): Promise<RowsPage> {
   const [key] = page.order;
   const found = indexedFields(filter);
   const fields = [...found.filter(({ field }) => field === key.field), ...found.filter(({ field }) => field !== key.field)];
@@ -113,7 +112,7 @@ async function pageInIndex(
   source: PageSource,
   { id, sorted }: { id: number; sorted: readonly string[] },
   collection: string,
-  page: Page,
+  page: LivePage,
   fields: IndexedField[],
 ): Promise<RowsPage | undefined> {
   const index = inIndex(sorted, fields);
@@ -128,7 +127,7 @@ async function pageInIndex(
     const bounds = source.keyBoundsSql(index.bounds);
     const filterSql = exact ? raw('true') : source.filterSql(page.filter);
     const keys = { collectionId: id, slot: index.slot, order: key.direction, bounds };
-    const statement = source.filteredSortedPage(keys, filterSql, page.limit, page.offset);
+    const statement = source.filteredSortedPage(keys, filterSql, page.limit, page.offset, page.now);
     const [part] = await source.read<PagePart>(statement.sql, statement.params, exact ? 'scan' : 'once');
     const read = joinParts([part]);
     if (read.seq === null) return undefined;
@@ -152,7 +151,7 @@ async function pageInIndex(
 async function walkedPage(
   source: PageSource,
   { id, sorted }: { id: number; sorted: readonly string[] },
-  page: Page,
+  page: LivePage,
   index: InIndex,
 ): Promise<RowsPage | undefined> {
   const [key] = page.order;
@@ -166,7 +165,7 @@ async function walkedPage(
   const filter = source.filterSql(page.filter);
   const scan = Math.max(large, page.offset + page.limit);
   const keys = { collectionId: id, slot, order: key.direction, bounds: present, scan };
-  const statement = source.filteredSortedPage(keys, filter, page.limit, page.offset);
+  const statement = source.filteredSortedPage(keys, filter, page.limit, page.offset, page.now);
   // Bounded by the keys it reads, as an indexed page is: not a timed read.
   const [part] = await source.read<PagePart>(statement.sql, statement.params, 'scan');
   const read = joinParts([part]);
@@ -214,11 +213,11 @@ async function queryPage(
   source: PageSource,
   ref: CollectionRef,
   collection: string,
-  page: Page,
+  page: LivePage,
   index: InIndex,
 ): Promise<RowsPage | undefined>;
-async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage>;
-async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: Page, index?: InIndex) {
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage): Promise<RowsPage>;
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage, index?: InIndex) {
   let where = page.filter && source.filterSql(page.filter);
   if (where && index) where = withinIndex(ref, index.slot, source.keyBoundsSql(index.bounds), where);
   const { sql: text, params } = source.orderedPage(ref, page, where);
@@ -239,7 +238,7 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
  * dialect's scoresSql, joined), sorted whole as queryPage() sorts, by `_score` or by its order, its
  * rows' scores answered in its order, and the search, bound, that the rows' highlights are of.
  */
-async function scoredPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage> {
+async function scoredPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage): Promise<RowsPage> {
   const search = rankedSearch(page.filter);
   if (!page.filter || !search) throw new Error('a scored page has a $search at the top level of its filter (readsRelevance)');
   // The rows joined with their scores are those the search finds: the rest of the filter, if any, tests them.
@@ -262,13 +261,13 @@ async function indexedPage(
   source: PageSource,
   accountId: number,
   collection: string,
-  page: Page,
+  page: LivePage,
   { field, direction }: SortKey,
 ): Promise<RowsPage | undefined> {
   const { knownIndexes } = source;
   const read = (collectionId: number, slot: number) =>
     page.after
-      ? pageAfter(source, collectionId, slot, direction, page.after, page.limit)
+      ? pageAfter(source, collectionId, slot, direction, page.after, page.limit, page.now)
       : sortedPage(source, collectionId, slot, direction, page);
   // A collection known to have the index: its page at once, unless the collection of that id is gone
   // (ids are never reused: the name may now be another collection's, or none).
@@ -315,8 +314,8 @@ export async function lookUpIndex(
  * rows missing the field, is one statement. One that reaches them reads the rest from the missing
  * ones, in the same snapshot, so that a change made meanwhile never shows half.
  */
-async function sortedPage(source: PageSource, collectionId: number, slot: number, order: Direction, page: Page): Promise<Joined> {
-  const index: SortIndex = { source, collectionId, slot, order };
+async function sortedPage(source: PageSource, collectionId: number, slot: number, order: Direction, page: LivePage): Promise<Joined> {
+  const index: SortIndex = { source, collectionId, slot, order, now: page.now };
   const present = await firstPart(source.read, index, page);
   if (order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
   return source.snapshot((read) => restOfDescendingPage(read, index, page));
@@ -334,8 +333,9 @@ async function pageAfter(
   order: Direction,
   place: Position,
   limit: number,
+  now: number,
 ): Promise<Joined> {
-  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit);
+  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit, now);
   // A place the index cannot find exactly: read as a page whose order is not exact, sorted whole.
   if (!statement) return { json: '[]', n: 0, seq: 0, exact: false };
   const [part] = await source.read<PagePart>(statement.sql, statement.params);
@@ -343,39 +343,41 @@ async function pageAfter(
 }
 
 /** A descending page that reaches past the rows that have the field, read in one snapshot. */
-async function restOfDescendingPage(read: SnapshotRead, index: SortIndex, page: Page): Promise<Joined> {
+async function restOfDescendingPage(read: SnapshotRead, index: SortIndex, page: LivePage): Promise<Joined> {
   const present = await firstPart(read, index, page);
   if (Number(present.n) === page.limit) return joinParts([present]);
   // Past the present values: the missing ones start at the offset's remainder, 0 on this page's own.
   let offset = 0;
   if (Number(present.n) === 0) {
-    const [{ n }] = await read<{ n: number | string }>(presentCountSql, [index.collectionId, index.slot]);
+    const counted = presentCountSql(index.collectionId, index.slot, index.now);
+    const [{ n }] = await read<{ n: number | string }>(counted.sql, counted.params);
     offset = page.offset - Number(n);
   }
   return joinParts([present, await readPart(read, index, 'missing', page.limit - Number(present.n), offset)]);
 }
 
-/** Where sortedPage() reads: the index of one collection's field, in the page's order. */
+/** Where sortedPage() reads: the index of one collection's field, in the page's order, of the rows that live at `now`. */
 interface SortIndex {
   source: PageSource;
   collectionId: number;
   slot: number;
   order: Direction;
+  now: number;
 }
 
 /** A page's first part: all of it when ascending; descending, its rows that have the field. */
-const firstPart = (read: SnapshotRead, index: SortIndex, page: Page) =>
+const firstPart = (read: SnapshotRead, index: SortIndex, page: LivePage) =>
   readPart(read, index, index.order === 'asc' ? 'all' : 'present', page.limit, page.offset);
 
 /** The rows of `range` in the sort index, from `offset`, at most `limit`, as one part of a page. */
 async function readPart(
   read: SnapshotRead,
-  { source, collectionId, slot, order }: SortIndex,
+  { source, collectionId, slot, order, now }: SortIndex,
   range: KeyRange,
   limit: number,
   offset: number,
 ) {
-  const { sql, params } = source.sortedPage(collectionId, slot, order, range, limit, offset);
+  const { sql, params } = source.sortedPage(collectionId, slot, order, range, limit, offset, now);
   const [part] = await read<PagePart>(sql, params);
   return part;
 }

@@ -8,10 +8,10 @@ import type { AggregateQuery } from '../../query/aggregate.ts';
 import { lastRow } from '../../query/cursor.ts';
 import { type Filter, holdsRelated } from '../../query/filter.ts';
 import { ordersRelated, type SortKey } from '../../query/order.ts';
-import type { Page } from '../../query/page.ts';
 import { assignable } from '../../rows.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { AggregateSource, PageSource, SnapshotRead } from '../engine/read-port.ts';
+import type { LivePage } from '../engine/sql/pages.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, readAggregates } from './aggregates.ts';
 import { type Expansion, expandPage } from './expand.ts';
@@ -29,7 +29,7 @@ export function readRelatedPage(
   source: PageSource,
   accountId: number,
   collection: string,
-  page: Page,
+  page: LivePage,
   expansions: readonly Expansion[] | undefined,
 ): Promise<RowsPage> {
   const expanding = expansions !== undefined && expansions.length > 0;
@@ -41,7 +41,7 @@ export function readRelatedPage(
     const answer = await readPage(reads, accountId, collection, { ...page, filter });
     if (ordered && answer.n > 0 && !page.versions) answer.related = await relatedValues(reads, accountId, page, lastRow(answer.json));
     if (!expanding) return answer;
-    return { ...answer, json: await expandPage(reads, accountId, answer.json, page.versions === true, expansions) };
+    return { ...answer, json: await expandPage(reads, accountId, answer.json, page.versions === true, expansions, page.now) };
   });
 }
 
@@ -49,14 +49,14 @@ export function readRelatedPage(
  * `row`'s value of each key of the page's order through a relation: the field of the related row, read
  * as the order read it (kept by the key's filter; its `id` for `id`); none when it has none.
  */
-async function relatedValues(source: PageSource, accountId: number, page: Page, row: Fields): Promise<Fields> {
+async function relatedValues(source: PageSource, accountId: number, page: LivePage, row: Fields): Promise<Fields> {
   const values: Fields = {};
   for (const { field, related } of page.order) {
     const id = related && row[related.field];
     if (!related || typeof id !== 'number' || !assignable(id)) continue;
     const byId: Filter = { kind: 'field', path: ['id'], op: '$eq', operand: id };
     const filter: Filter = related.filter ? { kind: 'and', filters: [byId, related.filter] } : byId;
-    const read = await readPage(source, accountId, related.collection, { limit: 1, offset: 0, order: BY_ID, filter });
+    const read = await readPage(source, accountId, related.collection, { limit: 1, offset: 0, order: BY_ID, filter, now: page.now });
     const [found] = JSON.parse(read.json) as Fields[];
     if (found && Object.hasOwn(found, related.name)) values[field] = found[related.name];
   }
@@ -65,7 +65,10 @@ async function relatedValues(source: PageSource, accountId: number, page: Page, 
 
 const BY_ID: SortKey[] = [{ field: 'id', direction: 'asc' }];
 
-/** The answer to an aggregate query (readAggregates), its filter's conditions through relations bound in its snapshot, as a page's. */
+/**
+ * The answer to an aggregate query over the rows that live at `now` (readAggregates), its filter's
+ * conditions through relations bound in its snapshot, as a page's.
+ */
 export function readRelatedAggregates(
   source: AggregateSource,
   accountId: number,
@@ -73,12 +76,13 @@ export function readRelatedAggregates(
   query: AggregateQuery,
   maxGroupsRead: number,
   place: FieldError,
+  now: number,
 ): Promise<AggregateResult> {
-  if (!query.filter || !holdsRelated(query.filter)) return readAggregates(source, accountId, collection, query, maxGroupsRead, place);
+  if (!query.filter || !holdsRelated(query.filter)) return readAggregates(source, accountId, collection, query, maxGroupsRead, place, now);
   return source.snapshot(async (read) => {
     const reads = inSnapshot(source, read);
     const filter = await bindRelations(relatedReadsOf(reads), accountId, collection, query.filter);
-    return readAggregates(reads, accountId, collection, { ...query, filter }, maxGroupsRead, place);
+    return readAggregates(reads, accountId, collection, { ...query, filter }, maxGroupsRead, place, now);
   });
 }
 

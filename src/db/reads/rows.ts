@@ -3,6 +3,7 @@
 // relations bound, and its expansions read, in one snapshot (related.ts).
 
 import { collectionNotFound, type FieldError, queryTimeout, rowNotFound } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
 import type { Page } from '../../query/page.ts';
 import { assignable, rowJson, versionOf } from '../../rows.ts';
@@ -18,7 +19,7 @@ import { readRelatedAggregates, readRelatedPage } from './related.ts';
 /** The row and its version; 404 for a missing row or collection. */
 export async function getRow(db: PagedDialect, accountId: number, collection: string, rowId: number): Promise<VersionedRow> {
   if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-  const [row] = await db.rows.readRow(accountId, collection, rowId);
+  const [row] = await db.rows.readRow(accountId, collection, rowId, expiryNow());
   if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
   const [found] = await db.pages.read(collectionSql, [accountId, collection], 'point');
   throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
@@ -37,7 +38,7 @@ export async function listRows(
   expansions?: readonly Expansion[],
 ): Promise<RowsPage> {
   try {
-    return await readRelatedPage(db.pages, accountId, collection, page, expansions);
+    return await readRelatedPage(db.pages, accountId, collection, { ...page, now: expiryNow() }, expansions);
   } catch (error) {
     throw readRefusal(db, error);
   }
@@ -57,7 +58,7 @@ export async function aggregateRows(
   place: FieldError,
 ): Promise<AggregateResult> {
   try {
-    return await readRelatedAggregates(db.pages, accountId, collection, query, maxGroupsRead, place);
+    return await readRelatedAggregates(db.pages, accountId, collection, query, maxGroupsRead, place, expiryNow());
   } catch (error) {
     throw readRefusal(db, error);
   }

@@ -4,6 +4,7 @@
 // Where a dialect can set the fields of a plain top-level merge without reading the row (SQLite), it
 // does (RowPort.mergePatch, patchByPath).
 
+import { expiryNow } from '../../expiry/ttl.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
 import { assignable, overRowBound, versionOf } from '../../rows.ts';
@@ -59,7 +60,7 @@ export async function updateRow(
     // With the collection's schema as last seen: a merge unread is for a collection without one.
     return await db.schemas.retry(db.query, accountId, collection, (schemaId) => {
       const plain = schemaId === 0 && options?.ifMatch === undefined && once === undefined && guard === undefined;
-      const merged = plain ? db.rows.mergePatch?.(accountId, collection, rowId, patch) : undefined;
+      const merged = plain ? db.rows.mergePatch?.(accountId, collection, rowId, patch, expiryNow()) : undefined;
       return (
         merged ??
         db.rows.write(async (trx) => {
@@ -89,7 +90,7 @@ export async function updateRow(
 
 /** The row as `patch` makes it of the row stored now (none when there is no such row). */
 async function storedPatched(db: Dialect, accountId: number, collection: string, rowId: number, patch: Patch): Promise<WrittenRow[]> {
-  const [stored] = await db.rows.readRow(accountId, collection, rowId);
+  const [stored] = await db.rows.readRow(accountId, collection, rowId, expiryNow());
   return stored ? [{ id: rowId, fields: applyPatch(patch, JSON.parse(stored.data), rowId) }] : [];
 }
 
@@ -112,7 +113,7 @@ export async function patchRowIn(
   place = 0,
   seen?: (row: Fields, before: Fields) => void,
 ): Promise<VersionedRow> {
-  const stored = await db.rows.readToPatch(trx, accountId, collection, rowId, schemaId);
+  const stored = await db.rows.readToPatch(trx, accountId, collection, rowId, schemaId, expiryNow());
   const before = JSON.parse(stored.data) as Fields;
   options?.guard?.reading(rowId, before);
   if (!versionMatches(options, versionOf(stored.collectionId, stored.version))) throw preconditionFailed(collection, rowId);

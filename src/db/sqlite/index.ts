@@ -82,6 +82,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     claimStreamsSql,
     ackStreamsSql,
     writerWakeMs,
+    sweepBatchRows: 200,
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     filterSql,

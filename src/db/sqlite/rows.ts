@@ -22,8 +22,14 @@ import type { SqliteWriter } from './writer.ts';
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
 type Insert = { texts: string[]; once?: OnceRequest };
 
-/** A patch of row `rowId` as row_patches takes it (sql/): its fields as `[JSON path, JSON text]`. */
-type FieldPatch = { rowId: number; fields: string[][] };
+/**
+ * A patch of row `rowId` as row_patches takes it (sql/): its fields as `[JSON path, JSON text]`, and the
+ * expiry now the row must live at (ms since the epoch: docs/expiry.md), HELD for a row read live already.
+ */
+type FieldPatch = { rowId: number; fields: string[][]; now: number };
+
+/** The `now` of a patch of a row read or matched live in its write already, which no write comes between: it is patched as it is. */
+const HELD = Number.MIN_SAFE_INTEGER;
 /** What patchSql answers of each patch (sql/). */
 type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null; search: string | null };
 /** A row as patchedRowSql reads it. */
@@ -72,13 +78,13 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
         inserts.map((texts) => ({ texts })),
       ),
     // No async step of its own: every get-row comes through here.
-    readRow: (accountId, collection, rowId) => readMerged<StoredRow>(rowsSql, [accountId, collection, rowId]),
+    readRow: (accountId, collection, rowId, now) => readMerged<StoredRow>(rowsSql, [accountId, collection, rowId, now]),
     // Read on the writer, which no other write comes between the read and the patch.
-    async readToPatch(trx, accountId, collection, rowId, schemaId) {
-      const [stored] = await writer.inTransaction<HeldRow>(trx, patchedRowSql, [accountId, collection, rowId]);
+    async readToPatch(trx, accountId, collection, rowId, schemaId, now) {
+      const [stored] = await writer.inTransaction<HeldRow>(trx, patchedRowSql, [accountId, collection, rowId, now]);
       if (!stored) {
         // No row: writePatches() answers the 404, of the row or its collection (a transaction that wrote nothing).
-        const [missing] = await writePatches(parts, trx, accountId, collection, schemaId, [{ rowId, fields: [] }]);
+        const [missing] = await writePatches(parts, trx, accountId, collection, schemaId, [{ rowId, fields: [], now }]);
         throw missing instanceof Error ? missing : rowNotFound(collection, rowId);
       }
       const schema = Number(stored.schema_id);
@@ -89,7 +95,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
         schemaId: schema,
         // The whole text, set at `$`.
         write: async (text) =>
-          orThrow((await writePatches(parts, trx, accountId, collection, schema, [{ rowId, fields: [['$', text]] }]))[0]),
+          orThrow((await writePatches(parts, trx, accountId, collection, schema, [{ rowId, fields: [['$', text]], now: HELD }]))[0]),
       };
     },
     /**
@@ -99,13 +105,13 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
      * (settableByPath()), nor for more than MAX_FIELDS_BY_PATH fields, nor for a patch of another
      * format (a JSON Merge Patch, a JSON Patch).
      */
-    mergePatch(accountId, collection, rowId, patch) {
+    mergePatch(accountId, collection, rowId, patch, now) {
       const fields = byPath(patch);
       if (!fields) return undefined;
       // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
       const key = `patch/${accountId}/${collection}/${fields.length}`;
       return writes
-        .merge(key, 1, { rowId, fields }, (trx, patches: FieldPatch[]) => writePatches(parts, trx, accountId, collection, 0, patches))
+        .merge(key, 1, { rowId, fields, now }, (trx, patches: FieldPatch[]) => writePatches(parts, trx, accountId, collection, 0, patches))
         .then(orThrow);
     },
     patchByPath(trx, accountId, collection, rows, patch) {
@@ -117,7 +123,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
         accountId,
         collection,
         0,
-        rows.map((row) => ({ rowId: row.id, fields })),
+        rows.map((row) => ({ rowId: row.id, fields, now: HELD })),
       ) as Promise<VersionedRow[]>;
     },
     writePatched: (trx, accountId, collection, _collectionId, schemaId, rows) =>
@@ -127,7 +133,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
         accountId,
         collection,
         schemaId,
-        rows.map((row) => ({ rowId: row.id, fields: [['$', row.text]] })),
+        rows.map((row) => ({ rowId: row.id, fields: [['$', row.text]], now: HELD })),
       ) as Promise<VersionedRow[]>,
     importer,
     // No unique index broken: the only other constraint of an insert is its trigger's check of the keys.
@@ -155,7 +161,7 @@ async function writePatches(
   schemaId: number,
   patches: FieldPatch[],
 ) {
-  const patchesJson = JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields]));
+  const patchesJson = JSON.stringify(patches.map(({ rowId, fields, now }) => [rowId, fields, now]));
   const params = [accountId, collection, patchesJson, new Date().toISOString(), schemaId];
   const sql = patchSql(patches[0].fields.length, patches.length);
   const written = await db.run<PatchWritten>(trx, sql, params);

@@ -3,6 +3,7 @@
 // expiry, in ms since the epoch, is `rows.expires_at`, which every write of a row's text sets from that
 // field in its own statement (sqlite/sql/expiry.ts, postgres/sql/expiry.ts: rowExpiry, refreshExpiriesSql),
 // indexed where it is not null.
+import type { Sql } from './template.ts';
 
 /** The collection's id and time to live's field (null for none), by account and name. */
 export const collectionTtlSql = 'select id, ttl_field from collections where account_id = ? and name = ?';
@@ -19,6 +20,38 @@ export const clearExpiriesSql = 'update rows set expires_at = null where collect
 /** Whether a relation that restricts deletes names the rows of the collection `?`. */
 export const restrictingRelationSql = `select r.name, s.name as source_name from collection_relations r join collections s on s.id = r.collection_id
   where r.target_id = ? and r.on_delete = 'restrict' limit 1`;
+
+/**
+ * Whether the row `r` (a table's alias) lives at `now` (SQL of a placeholder, `?` by default), ms since
+ * the epoch: it has no expiry, or one past now. Every read of rows tests it, with the expiry now of the
+ * read bound (expiryNow(), ../../../expiry/ttl.ts; docs/expiry.md).
+ */
+export const liveRowText = (r: string, now = '?') => `(${r}.expires_at is null or ${r}.expires_at > ${now})`;
+
+/** liveRowText() with `now` (ms since the epoch) bound. */
+export const liveRowSql = (r: string, now: number): Sql => ({ sql: liveRowText(r), params: [now] });
+
+/**
+ * Whether a key of `sort_keys` (its `row_id`) of the collection `collectionId` (SQL of its id) is of a
+ * row that lives at `now` (SQL of a placeholder): of a collection without a time to live, every key (its
+ * row read once a statement); else each key's row looked up by its key, so that a page read through a
+ * sort index is full of rows that live, and its cursor goes on past them.
+ */
+export const liveKeyText = (collectionId: string, now: string) =>
+  `((select ttl_field from collections where id = ${collectionId}) is null
+        or not exists (select 1 from rows x where x.collection_id = ${collectionId} and x.id = row_id and x.expires_at <= ${now}))`;
+
+/** liveKeyText() of the collection `collectionId` (SQL with its bindings) with `now` (ms since the epoch) bound. */
+export const liveKeySql = (collectionId: Sql, now: number): Sql => ({
+  sql: liveKeyText(collectionId.sql, '?'),
+  params: [...collectionId.params, ...collectionId.params, now],
+});
+
+/** The latest expiry now the database keeps (0028_expiry_clock; ../../expiry/clock.ts). */
+export const keptExpiryNowSql = 'select now_ms from expiry_clock where id = 1';
+
+/** Raises the expiry now the database keeps to `?` (ms since the epoch), the same again as `?`, when it is later. */
+export const keepExpiryNowSql = 'update expiry_clock set now_ms = ? where id = 1 and now_ms < ?';
 
 /**
  * A request's filter `where` (SQL on the rows' table, unaliased) of the rows that live: no expiry, or one

@@ -8,6 +8,7 @@ import type { Page } from '../../../query/page.ts';
 import type { KeyValue } from '../../../query/sort-keys.ts';
 import type { SqlValue } from '../dialect.ts';
 import { keyOrder } from './collections.ts';
+import { liveKeyText, liveRowSql } from './expiry.ts';
 import { pageColumns } from './reads.ts';
 import { allOf, raw, type Sql, sql } from './template.ts';
 
@@ -22,14 +23,14 @@ const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', miss
 
 /** The statements that read a page of a sort index's keys (sortedPages()). */
 export interface SortedPages {
-  /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
-  sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
+  /** The rows of `range` in the sort index in `slot` that live at `now`, from `offset`, at most `limit`; its one row is a PagePart. */
+  sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number, now: number): Statement;
   /**
-   * The rows after `place` in the order of the sort index in `slot`, at most `limit`, missing ones
-   * included; its one row is a PagePart. Undefined when the index cannot find the place exactly (on
-   * PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
+   * The rows after `place` in the order of the sort index in `slot` that live at `now`, at most `limit`,
+   * missing ones included; its one row is a PagePart. Undefined when the index cannot find the place
+   * exactly (on PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
    */
-  sortedPageAfter(collectionId: number, slot: number, order: Direction, place: Position, limit: number): Statement | undefined;
+  sortedPageAfter(collectionId: number, slot: number, order: Direction, place: Position, limit: number, now: number): Statement | undefined;
 }
 
 /** The direction ties between equal keys break by id in: the last key's. */
@@ -51,6 +52,12 @@ export interface CollectionRef {
   lastSeq: Sql;
 }
 
+/**
+ * A page as read at an instant: its rows those that live at `now` (ms since the epoch, the read's
+ * expiryNow(): docs/expiry.md), bound to each statement of it.
+ */
+export type LivePage = Page & { now: number };
+
 /** The account's collection by name, as a page finds it. */
 export const byName = (accountId: number, name: string): CollectionRef => ({
   id: sql`(select id from collections where account_id = ${accountId} and name = ${name})`,
@@ -71,13 +78,14 @@ interface PlacedColumn {
  * (after a comma, named by `index`, its place in the order), their `bindings`, and its columns of the
  * order, each beside the value at the page's place (`at`, the place's key of the field, when the page
  * comes after one). A key through a relation (SortKey.related) reads the field of the related row of the
- * page's `collection`'s account, found by its id (relatedRow()).
+ * page's `collection`'s account, found by its id, that lives at `now` (relatedRowSql).
  */
 export type FieldOrder = (
   key: SortKey,
   index: number,
   at: KeyValue | null | undefined,
   collection: CollectionRef,
+  now: number,
 ) => { columns: string; bindings: SqlValue[]; order: PlacedColumn[] };
 
 /**
@@ -94,7 +102,7 @@ export function wholePage(
   pageJson: PageJson,
   byField: FieldOrder,
   collection: CollectionRef,
-  page: Page,
+  page: LivePage,
   where?: Sql,
   scores?: Sql,
 ): Statement {
@@ -114,7 +122,7 @@ export function wholePage(
       placed.push({ column: { sql: 'id', direction: 'asc' }, at: afterId });
       return;
     }
-    const read = byField(page.order[index], index, page.after?.values[index], collection);
+    const read = byField(page.order[index], index, page.after?.values[index], collection, page.now);
     columns += read.columns;
     bindings.push(...read.bindings);
     placed.push(...read.order);
@@ -129,9 +137,9 @@ export function wholePage(
   // collection too, so that no plan looks a row's score up by its id alone (docs/search.md, "The cost of a
   // ranked page").
   const from = scores
-    ? sql`rows join ${bestScores(scores, page, where, liveScores(collection, pageJson.now))} scored on scored.collection_id = rows.collection_id and scored.row_id = rows.id`
+    ? sql`rows join ${bestScores(scores, page, where, liveScores(collection, page.now))} scored on scored.collection_id = rows.collection_id and scored.row_id = rows.id`
     : raw('rows');
-  const live = raw(` and ${pageJson.live}`);
+  const live = sql` and ${liveRowSql('rows', page.now)}`;
   const total = page.count
     ? sql`, (select count(*) from ${from} where rows.collection_id = ${collection.id}${live}${filtered}) as total`
     : raw('');
@@ -161,13 +169,13 @@ function bestScores(scores: Sql, page: Page, where: Sql | undefined, live: Sql):
 }
 
 /**
- * Whether a search's score `s` is of a row that lives by `now` (docs/expiry.md), so that a page cut to its
+ * Whether a search's score `s` is of a row that lives at `now` (docs/expiry.md), so that a page cut to its
  * best scores is full of rows that live: of a collection without a time to live, every one (its row read
- * once a statement); else each one's row looked up by its key, as liveKeys() does a sort key's.
+ * once a statement); else each one's row looked up by its key, as liveKeyText() does a sort key's.
  */
-const liveScores = (collection: CollectionRef, now: string): Sql =>
+const liveScores = (collection: CollectionRef, now: number): Sql =>
   sql`((select ttl_field from collections where id = ${collection.id}) is null
-        or not exists (select 1 from rows x where x.collection_id = s.collection_id and x.id = s.row_id and x.expires_at <= ${raw(now)}))`;
+        or not exists (select 1 from rows x where x.collection_id = s.collection_id and x.id = s.row_id and x.expires_at <= ${now}))`;
 
 /**
  * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,
@@ -180,10 +188,6 @@ export interface PageJson {
   rows(order: string): string;
   scores(order: string): string;
   fence: string;
-  /** The condition on `rows` that keeps the rows that have not expired (docs/expiry.md). */
-  live: string;
-  /** Now, in ms since the epoch, read once a statement: what `live` compares with. */
-  now: string;
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */
@@ -220,26 +224,16 @@ export interface KeyBinding {
   param(n: number): string;
   sql(placeholder: string): string;
   value(scalar: number | string): SqlValue | undefined;
-  /** Now, in ms since the epoch, read once a statement: the keys of rows expired by then are passed by (docs/expiry.md). */
-  now: string;
 }
 
 /**
- * The keys (of `sort_keys`) of the collection `collectionId` whose rows have not expired by `now`: of a
- * collection without a time to live, every key (its row read once a statement); else each key's row
- * looked up by its key, so that a page is full of rows that live, and its cursor goes on past them.
- */
-const liveKeys = (collectionId: string, now: string) =>
-  `((select ttl_field from collections where id = ${collectionId}) is null
-        or not exists (select 1 from rows x where x.collection_id = ${collectionId} and x.id = row_id and x.expires_at <= ${now}))`;
-
-/**
  * The numbers of the bindings of sortedPages' statements: a page of a range binds the collection's id,
- * the slot, the limit and the offset; a page after a place binds the collection's id, the slot, the
- * limit, the place's rank, its row's id and, when the rank has one (a number, string or boolean), its
- * value, last, so that a statement without it binds no more than it names.
+ * the slot, the limit, the expiry now its keys' rows live at (liveKeyText) and the offset; a page after a
+ * place binds the collection's id, the slot, the limit, the expiry now, the place's rank, its row's id
+ * and, when the rank has one (a number, string or boolean), its value, last, so that a statement without
+ * it binds no more than it names.
  */
-const binding = { collectionId: 1, slot: 2, limit: 3, offset: 4, rank: 4, id: 5, value: 6 } as const;
+const binding = { collectionId: 1, slot: 2, limit: 3, now: 4, offset: 5, rank: 5, id: 6, value: 7 } as const;
 
 /** The placeholder of the binding `name` (binding) in a statement of sortedPages. */
 const placeholder = (bind: KeyBinding, name: keyof typeof binding) => bind.param(binding[name]);
@@ -263,7 +257,7 @@ type PlaceColumn = 'none' | 'num' | 'str';
 export function sortedPages(text: (keys: string, order: string, collectionId: string) => string, bind: KeyBinding): SortedPages {
   const collectionId = placeholder(bind, 'collectionId');
   const inIndex = `collection_id = ${collectionId} and slot = ${placeholder(bind, 'slot')}`;
-  const live = liveKeys(collectionId, bind.now);
+  const live = liveKeyText(collectionId, placeholder(bind, 'now'));
   const limit = `limit +${placeholder(bind, 'limit')}`;
   const rangeText = (dir: Direction, range: KeyRange) =>
     text(
@@ -285,10 +279,10 @@ export function sortedPages(text: (keys: string, order: string, collectionId: st
   };
   const afterTexts = new Map<string, string>();
   return {
-    sortedPage: (id, slot, order, range, limit, offset) => ({ sql: texts[order][range], params: [id, slot, limit, offset] }),
-    sortedPageAfter(id, slot, order, place, limit) {
+    sortedPage: (id, slot, order, range, limit, offset, now) => ({ sql: texts[order][range], params: [id, slot, limit, now, offset] }),
+    sortedPageAfter(id, slot, order, place, limit, now) {
       const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
-      const params: SqlValue[] = [id, slot, limit, rank, place.id];
+      const params: SqlValue[] = [id, slot, limit, now, rank, place.id];
       if (scalar !== null) {
         const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
         if (value === undefined) return undefined;

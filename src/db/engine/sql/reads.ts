@@ -2,13 +2,19 @@
 // sort keys) and the statements a page or an aggregate runs as they are.
 import type { Direction } from '../../../query/order.ts';
 import { keyOrder } from './collections.ts';
+import { liveKeySql, liveRowSql } from './expiry.ts';
 import { raw, type Sql, sql } from './template.ts';
 
 /** The account's collection by name, as a page ordered through a sort index needs it. */
 export const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
 
-/** How many rows have a value for the field of the sort index in a slot: where its missing ones start. */
-export const presentCountSql = 'select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5';
+/**
+ * How many rows that live at `now` (ms since the epoch) have a value for the field of the sort index in
+ * `slot` of the collection `collectionId`: where its missing ones start, as a page of them counts its offset.
+ */
+export const presentCountSql = (collectionId: number, slot: number, now: number): Sql =>
+  sql`select count(*) as n from sort_keys where collection_id = ${collectionId} and slot = ${slot} and rank < 5
+    and ${liveKeySql(sql`${collectionId}`, now)}`;
 
 /**
  * A row's JSON text from its columns `id` and `data` (its fields but id, as JSON.stringify wrote
@@ -28,12 +34,14 @@ export const versionedRowJsonWith = (rest: string) =>
 export const pageColumns = (versions: boolean | undefined) => (versions ? 'id, data, rows.collection_id, version' : 'id, data');
 
 /**
- * An aggregate's count of the rows whose keys in the sort index in `slot` are within `bounds` (the
- * dialect's keyBoundsSql), read from the index alone (aggregates.ts), with the collection's latest
- * event seq in the same statement.
+ * An aggregate's count of the rows that live at `now` whose keys in the sort index in `slot` are within
+ * `bounds` (the dialect's keyBoundsSql), read from the index alone (aggregates.ts) in a collection without
+ * a time to live (else each key's row looked up: liveKeyText), with the collection's latest event seq in
+ * the same statement.
  */
-export const keyCountSql = (collection: { id: Sql; lastSeq: Sql }, slot: number, bounds: Sql): Sql =>
-  sql`select count(*) as n, ${collection.lastSeq} as seq from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds}`;
+export const keyCountSql = (collection: { id: Sql; lastSeq: Sql }, slot: number, bounds: Sql, now: number): Sql =>
+  sql`select count(*) as n, ${collection.lastSeq} as seq from sort_keys
+    where collection_id = ${collection.id} and slot = ${slot} and ${bounds} and ${liveKeySql(collection.id, now)}`;
 
 /** How many keys of the sort index in `slot` are within `bounds`, counted up to `most` only. */
 export const keyCountUpToSql = (collectionId: number, slot: number, bounds: Sql, most: number): Sql =>
@@ -63,11 +71,10 @@ export const firstKeys = ({ collectionId, slot, order, bounds, scan }: KeysWithi
  * The related row a key of an order through a relation reads (../reads/pages.ts, FieldOrder), as a scalar
  * subquery of `what` (SQL on the alias `rel`): the row of the related collection, found by name in the
  * account of the page's collection (`collectionId`, SQL of its id), whose id is `id` (SQL on the page's
- * `rows`: the relation's field as an id, or null), that has not expired (`live`, the dialect's test of
- * `rel`: docs/expiry.md) and that `filter` keeps (SQL on `rel`: a caller's read rule). A post whose author
+ * `rows`: the relation's field as an id, or null), that lives at `now` (docs/expiry.md) and that `filter` keeps (SQL on `rel`: a caller's read rule). A post whose author
  * expired sorts as one that names no author. Each row's related row is one lookup of the primary key; the
  * collections are looked up once a statement.
  */
-export const relatedRowSql = (what: Sql, collection: string, collectionId: Sql, id: Sql, live: string, filter: Sql | undefined): Sql =>
+export const relatedRowSql = (what: Sql, collection: string, collectionId: Sql, id: Sql, now: number, filter: Sql | undefined): Sql =>
   sql`(select ${what} from rows rel where rel.collection_id = (select id from collections where name = ${collection}
-        and account_id = (select account_id from collections where id = ${collectionId})) and rel.id = ${id} and ${raw(live)}${filter ? sql` and (${filter})` : raw('')})`;
+        and account_id = (select account_id from collections where id = ${collectionId})) and rel.id = ${id} and ${liveRowSql('rel', now)}${filter ? sql` and (${filter})` : raw('')})`;

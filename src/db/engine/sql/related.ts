@@ -6,6 +6,7 @@
 // postgres/sql/reads.ts.
 import { ordersRelated, type SortKey } from '../../../query/order.ts';
 import type { SqlValue } from '../dialect.ts';
+import { liveRowSql } from './expiry.ts';
 import type { CollectionRef, FieldOrder, Statement } from './pages.ts';
 import { raw, type Sql, sql } from './template.ts';
 
@@ -27,6 +28,8 @@ export interface RelatedRead {
   /** Of each key, the rows read at most (its count answered), and the rows joined into its JSON text. */
   each: number;
   joined: number;
+  /** The expiry now the related rows live at (ms since the epoch: the page's, LivePage). */
+  now: number;
 }
 
 /**
@@ -49,15 +52,13 @@ export interface RelatedJson {
   keyedRows: string;
   /** The JSON texts of a key's rows, numbered `rn` in their order and coming in it, the first `joined` of them, joined in that order. */
   rows(joined: number): string;
-  /** The condition on `rows` that keeps the rows that have not expired (docs/expiry.md). */
-  live: string;
   /** Ends the subquery of the rows ordered through a relation, so that each related row is looked up once (PageJson's). */
   fence: string;
 }
 
 /** The statement of a relation's rows for a whole page: its rows are RelatedPart. */
 export function relatedPage(json: RelatedJson, byField: FieldOrder, read: RelatedRead): Statement {
-  const { collection, keys, by, where, order, each, joined } = read;
+  const { collection, keys, by, where, order, each, joined, now } = read;
   let columns = 'rows.id, rows.data';
   const bindings: SqlValue[] = [];
   const placed: string[] = [];
@@ -66,7 +67,7 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
       placed.push(`id ${key.direction}`);
       return;
     }
-    const field = byField(key, index, undefined, collection);
+    const field = byField(key, index, undefined, collection, now);
     columns += field.columns;
     bindings.push(...field.bindings);
     for (const { column } of field.order) placed.push(`${column.sql} ${column.direction}`);
@@ -92,7 +93,7 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
   return sql`select k, count(*) as n, ${raw(json.rows(joined))} as json
     from (select * from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
       from (select ${key} as k, ${{ sql: columns, params: bindings }} from ${from}
-        where rows.collection_id = ${collection.id} and ${keyed} and ${raw(json.live)}${filtered}${fence}) r) r
+        where rows.collection_id = ${collection.id} and ${keyed} and ${liveRowSql('rows', now)}${filtered}${fence}) r) r
       where rn <= ${each} order by k, rn) r
     group by k${noIndex}`;
 }

@@ -1,6 +1,7 @@
 // PostgreSQL's SQL of rows that expire (docs/expiry.md): a row's expiry (`expires_at`, ms since the
 // epoch) from its collection's time to live's field, as each write of the row's text sets it (rows.ts:
-// a batch of inserts, a patch, a change by filter, an import), and whether a row lives.
+// a batch of inserts, a patch, a change by filter, an import). Whether a row lives is the same in both
+// (../../engine/sql/expiry.ts, liveRowText).
 
 /**
  * Migration 0026's function: the expiry of the row whose text is `data` by its field `field`, read as
@@ -63,9 +64,3 @@ export const expiryTriggersSql = [
 ];
 
 export const dropExpiryTriggersSql = ['drop trigger if exists rows_expiry on rows', 'drop function if exists rowbase_row_expiry()'];
-
-/** Now, in ms since the epoch: the statement's time, read once a statement (a subquery of no table is an InitPlan), not once a row. */
-export const nowMs = '(select (extract(epoch from statement_timestamp()) * 1000)::bigint)';
-
-/** Whether the row `r` (a table's alias) lives: it has no expiry, or one past now. */
-export const liveRow = (r: string) => `(${r}.expires_at is null or ${r}.expires_at > ${nowMs})`;

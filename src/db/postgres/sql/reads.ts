@@ -6,6 +6,7 @@ import type { RelatedKey } from '../../../query/order.ts';
 import { MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
+import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
 import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
@@ -13,7 +14,6 @@ import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './collections.ts';
-import { liveRow, nowMs } from './expiry.ts';
 
 /** A row's JSON text (rowJsonWith). */
 export const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -26,9 +26,9 @@ const pageJsonSql = (order: string) =>
 const versionedPageJsonSql = (order: string) =>
   `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${versionedRowJsonWith('substr(data, 2)')}, ',' order by ${order}) end`;
 
-/** The row by collection and id, the collection found by account and name in the same statement. */
+/** The row by collection and id, the collection found by account and name in the same statement, if it lives at `?` (ms since the epoch). */
 export const getRowSql = `select data, collection_id, version from rows
-  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and ${liveRow('rows')}`;
+  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and ${liveRowText('rows')}`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Each
@@ -46,8 +46,6 @@ const pageJson: PageJson = {
   scores: (order) => `string_agg(score::text, ',' order by ${order})`,
   // PostgreSQL pulls no subquery with an OFFSET up into the query around it.
   fence: 'offset 0',
-  live: liveRow('rows'),
-  now: nowMs,
 };
 const versionedPageJson: PageJson = { ...pageJson, rows: versionedPageJsonSql };
 
@@ -55,9 +53,9 @@ const versionedPageJson: PageJson = { ...pageJson, rows: versionedPageJsonSql };
  * A key of orderedPage()'s order, its field read as jsonb `j<index>`: of the row, or of the related row
  * for a key through a relation (relatedRowSql), null when missing.
  */
-const byField: FieldOrder = (key, index, at, collection) => {
+const byField: FieldOrder = (key, index, at, collection, now) => {
   const { direction } = key;
-  const read = key.related ? relatedField(key.related, collection) : field(key.field);
+  const read = key.related ? relatedField(key.related, collection, now) : field(key.field);
   const j = `j${index}`;
   const missing = direction === 'asc' ? 5 : 0;
   const rank = `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -99,7 +97,6 @@ const relatedJson: RelatedJson = {
   keyedRows: 'sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows',
   rows: (joined) =>
     `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by rn) filter (where rn <= ${joined}) end`,
-  live: liveRow('rows'),
   fence: pageJson.fence,
 };
 
@@ -110,18 +107,11 @@ const MAX_ID = String(2 ** 53 - 1);
  * A field of the related row (RelatedKey) as jsonb, its strings escaped as the row's are; the row's own
  * field read as an id (a bigint) only when it is a number in the ids' range, which no cast can overflow.
  */
-function relatedField(related: RelatedKey, collection: CollectionRef) {
+function relatedField(related: RelatedKey, collection: CollectionRef, now: number) {
   const id = sql`(select case when jsonb_typeof(v) = 'number' then case when (v)::numeric between 1 and ${raw(MAX_ID)} then (v)::numeric::bigint end end
         from (select ${document('rows')} -> ${escapeString(related.field)}::text as v offset 0) relation_id)`;
   const what = related.name === 'id' ? raw('to_jsonb(rel.id)') : sql`${document('rel')} -> ${escapeString(related.name)}::text`;
-  const text = relatedRowSql(
-    what,
-    related.collection,
-    collection.id,
-    id,
-    liveRow('rel'),
-    related.filter && filterSql(related.filter, 'rel'),
-  );
+  const text = relatedRowSql(what, related.collection, collection.id, id, now, related.filter && filterSql(related.filter, 'rel'));
   return { value: text.sql, bindings: text.params };
 }
 
@@ -142,7 +132,6 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
   {
     param: (n) => `$${n}`,
     sql: (value) => value,
-    now: nowMs,
     value(scalar) {
       if (typeof scalar === 'number') return JSON.stringify(scalar);
       const key = escapeString(scalar);
@@ -158,13 +147,13 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * sortedPage's) and tested by `filter` (SQL on `rows`), the first `limit` after `offset` that match, of
  * the first `scan` keys only when given.
  */
-export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset) =>
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset, now) =>
   sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', keys.order)))} as json,
       (select last_seq from collections where id = ${keys.collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
     from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(keys)} k
       cross join lateral (select id, data, expires_at from rows where collection_id = ${keys.collectionId} and id = k.row_id offset 0) rows
-      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${raw(liveRow('rows'))} and (${filter})
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${liveRowSql('rows', now)} and (${filter})
       order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) k`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps, each row's
@@ -220,7 +209,7 @@ function groupPiece(aggregate: Aggregate): Sql {
  * those values' JSON text, its row count and its pieces (a sum's exact, a min's and a max's value: no
  * other part); part 3 the collection's latest event seq.
  */
-export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query, where, maxGroups) => {
+export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query, where, maxGroups, now) => {
   const keys = query.groupBy.map((name, index) => sql`${groupKey(name)} as k${raw(String(index))}`);
   const keyNames = query.groupBy.map((_name, index) => raw(`k${index}`));
   const texts = keyNames.map((name) => sql`${name}::text`);
@@ -230,7 +219,7 @@ export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query,
   const grouped = keyNames.length === 0 ? raw('') : sql` group by ${joinSql(keyNames)}`;
   return sql`with keyed as (select rows.id, doc.j${keys.length === 0 ? raw('') : sql`, ${joinSql(keys)}`}
       from rows, lateral (select ${document('rows')} as j offset 0) doc
-      where rows.collection_id = ${collection.id} and ${raw(liveRow('rows'))}${filtered})
+      where rows.collection_id = ${collection.id} and ${liveRowSql('rows', now)}${filtered})
     select * from (select 0 as part, null::integer as x, ${identity} as k,
         json_build_array(${joinSql([...texts, raw('count(*)'), ...pieces])})::text as v
       from keyed${grouped} limit ${maxGroups}) groups

@@ -1,14 +1,15 @@
 // PostgreSQL's SQL of row writes (those both dialects share are in ../../sql/). `npm run generate`
 // writes every statement, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
+import { liveRowText } from '../../engine/sql/expiry.ts';
 import { jsonbOf } from '../jsonb.ts';
 import { keyColumns, uniqueKeySql } from './collections.ts';
-import { liveRow, rowExpiry } from './expiry.ts';
+import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
 /**
  * advance() (../collections.ts) that also reads the row `?` of the collection as it is before the
- * change: null when there is none. Locked, because a plain read would see the statement's snapshot,
+ * change, if it lives at `?` (ms since the epoch): null when there is none. Locked, because a plain read would see the statement's snapshot,
  * taken before it waited for the collection's row: a patch of the row committed meanwhile would be
  * lost. A locked read in READ COMMITTED gets the row's latest committed version.
  */
@@ -17,7 +18,7 @@ export const advanceReadingRowSql = `with counters as (update collections
     where account_id = ? and name = ?
     returning id, last_row_id, last_seq, sorted, uniques, schema_id, search, ttl_field)
   select c.*, r.data as current, r.version
-    from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and ${liveRow('rows')} for update) r on true`;
+    from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and ${liveRowText('rows')} for update) r on true`;
 
 /** pruneOnceSql of the Dialect: up to `?` (the second) answers that expired by `?`, found through the index of their expiry. */
 export const pruneOnceSql = `delete from idempotency_keys where (account_id, key) in

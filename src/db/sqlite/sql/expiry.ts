@@ -1,6 +1,7 @@
 // SQLite's SQL of rows that expire (docs/expiry.md): a row's expiry (`expires_at`, ms since the epoch)
 // from its collection's time to live's field, as each write of the row's text sets it (rows.ts: an
-// insert's view, a patch's json_set, an import, a change by filter), and whether a row lives.
+// insert's view, a patch's json_set, an import, a change by filter). Whether a row lives is the same in
+// both (../../engine/sql/expiry.ts, liveRowText).
 
 /**
  * The expiry in ms since the epoch of the row whose text is `data` (SQL), by the field `field` (SQL of
@@ -35,9 +36,3 @@ export const expiryTriggersSql = [
   `create trigger rows_expiry_update after update of data on rows when ${hasTtl} begin ${setExpiry} end`,
 ];
 export const dropExpiryTriggersSql = ['drop trigger if exists rows_expiry_insert', 'drop trigger if exists rows_expiry_update'];
-
-/** Now, in ms since the epoch: SQLite reads 'now' once a statement (its date functions are constant within one), not once a row. */
-export const nowMs = "unixepoch('subsec') * 1000";
-
-/** Whether the row `r` (a table's alias) lives: it has no expiry, or one past now. */
-export const liveRow = (r: string) => `(${r}.expires_at is null or ${r}.expires_at > ${nowMs})`;

@@ -5,12 +5,12 @@ import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
+import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
 import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
-import { liveRow, nowMs } from './expiry.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -61,12 +61,13 @@ function field(name: string) {
 }
 
 /**
- * Row reads merged (readers.ts, readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
- * JOIN keeps SQLite's planner from reading collections first: each read is two primary key lookups.
+ * Row reads merged (readers.ts, readMerged): `?` is `[[account id, collection, row id, now], …]`, each row
+ * read if it lives at its read's `now` (ms since the epoch). CROSS JOIN keeps SQLite's planner from
+ * reading collections first: each read is two primary key lookups.
  */
 export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
   cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
-  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and ${liveRow('r')}`;
+  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and ${liveRowText('r', 'j.value ->> 3')}`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts): `seq`
@@ -90,8 +91,6 @@ const pageJson: PageJson = {
   scores: () => `group_concat(cast(score as text), ',')`,
   // SQLite merges no subquery with an OFFSET into the query around it.
   fence: 'limit -1 offset 0',
-  live: liveRow('rows'),
-  now: nowMs,
 };
 const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJsonSql };
 
@@ -100,9 +99,9 @@ const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJson
  * key through a relation, as the JSON text `x<index>` of the related row's field (relatedRowSql; `->`
  * answers it as the row holds it, null when missing), whose type and value are read from it.
  */
-const byField: FieldOrder = (key, index, at, collection) => {
+const byField: FieldOrder = (key, index, at, collection, now) => {
   const { direction } = key;
-  const read = key.related ? relatedField(key.related, index, collection) : rowField(key.field, index);
+  const read = key.related ? relatedField(key.related, index, collection, now) : rowField(key.field, index);
   const { t, v } = read;
   const missing = direction === 'asc' ? 5 : 0;
   const rank = `case when ${t} is null or ${t} = 'null' then ${missing} when ${t} in ('integer', 'real') then 1 when ${t} = 'text' then 2
@@ -138,7 +137,6 @@ const relatedJson: RelatedJson = {
   // Joined as they come (pageJsonSql): the subquery hands each key's rows over in their order; an ORDER BY of
   // group_concat would sort them again.
   rows: (joined) => `group_concat(case when rn <= ${joined} then ${rowJsonSql} end, ',')`,
-  live: liveRow('rows'),
   fence: pageJson.fence,
 };
 
@@ -150,12 +148,12 @@ function rowField(named: string, index: number) {
 }
 
 /** A field of the related row (RelatedKey), as the column `x<index>`, its JSON text. */
-function relatedField(related: RelatedKey, index: number, collection: CollectionRef) {
+function relatedField(related: RelatedKey, index: number, collection: CollectionRef, now: number) {
   const idPath = aggregatePath(related.field);
   const id = sql`case when json_type(rows.data, ${idPath}) = 'integer' then json_extract(rows.data, ${idPath}) end`;
   const what = related.name === 'id' ? raw('cast(rel.id as text)') : sql`rel.data -> ${aggregatePath(related.name)}`;
   const filter = related.filter && filterSql(related.filter, 'rel');
-  const text = relatedRowSql(what, related.collection, collection.id, id, liveRow('rel'), filter);
+  const text = relatedRowSql(what, related.collection, collection.id, id, now, filter);
   const x = `x${index}`;
   return { columns: `, ${text.sql} as ${x}`, bindings: text.params, t: `json_type(${x})`, v: `json_extract(${x}, '$')` };
 }
@@ -183,7 +181,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
       (select last_seq from collections where id = ${collectionId}) as seq
     from (${keys}) k
     cross join rows r on r.collection_id = ${collectionId} and r.id = k.row_id`,
-  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar), now: nowMs },
+  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar) },
 );
 
 /**
@@ -193,11 +191,11 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * first `limit` after `offset` that match. It reads no more of the range than it needs to fill the
  * page, nor more than its first `scan` keys.
  */
-export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset) =>
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset, now) =>
   sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${keys.collectionId}) as seq
     from (select rows.id, rows.data from ${firstKeys(keys)} k
       cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${raw(liveRow('rows'))} and (${filter})
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${liveRowSql('rows', now)} and (${filter})
       order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) r`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps. Each field is
@@ -294,7 +292,7 @@ const extreme = (index: number, path: string, op: 'min' | 'max', maxGroups: numb
  * event seq. `k` is answered in hex, which keeps the bytes of a lone surrogate that the driver would read
  * as U+FFFD.
  */
-export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query, where, maxGroups) => {
+export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query, where, maxGroups, now) => {
   const paths = query.groupBy.map(aggregatePath);
   const key = paths.length === 0 ? raw(`'[]'`) : sql`json_array(${joinSql(paths.map(groupKey))})`;
   const columns = query.aggregates.flatMap((aggregate, index) => {
@@ -317,7 +315,7 @@ export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query,
   });
   parts.push(sql`select 3 as part, null as x, null as k, json_array(${collection.lastSeq}) as v`);
   const filtered = where ? sql` and (${where})` : raw('');
-  return sql`with keyed as (select id, data, ${key} as k from rows where collection_id = ${collection.id} and ${raw(liveRow('rows'))}${filtered})
+  return sql`with keyed as (select id, data, ${key} as k from rows where collection_id = ${collection.id} and ${liveRowSql('rows', now)}${filtered})
     ${joinSql(parts, '\n    union all ')}`;
 };
 

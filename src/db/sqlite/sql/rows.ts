@@ -5,9 +5,10 @@
 
 import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../engine/sql/collections.ts';
+import { liveRowText } from '../../engine/sql/expiry.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
 import { fieldJoin, keyColumns, uniqueKeySql } from './collections.ts';
-import { liveRow, rowExpiry } from './expiry.ts';
+import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
 /**
@@ -16,9 +17,9 @@ import { rowJsonSql } from './reads.ts';
  */
 const collectionId = (schema: string) => `(select id from collections where account_id = ?1 and name = ?2 and schema_id = ${schema})`;
 
-/** A row to patch, on the writer's connection, found with its collection by name: its text and version. */
+/** A row to patch, on the writer's connection, found with its collection by name, if it lives at `?` (ms since the epoch): its text and version. */
 export const patchedRowSql = `select r.data, c.id as collection_id, r.version, c.schema_id from rows r join collections c on c.id = r.collection_id
-  where c.account_id = ? and c.name = ? and r.id = ? and ${liveRow('r')}`;
+  where c.account_id = ? and c.name = ? and r.id = ? and ${liveRowText('r')}`;
 
 /** The collection of the INSERT's row, in a trigger: `c`. */
 const collection = 'c.id = new.collection_id';
@@ -182,7 +183,7 @@ export const insertSql = `insert into row_inserts values (${collectionId('?7')},
 
 /**
  * A group of patches that each set `n` fields: `?1` account, `?2` collection, `?3` a JSON array of
- * `[row id, fields]` (as row_patches_<n> takes them), `?4` at, `?5` the schema id the rows as patched
+ * `[row id, fields, now]` (as row_patches_<n> takes them, each row patched if it lives at its `now`), `?4` at, `?5` the schema id the rows as patched
  * were checked with. Answers a row for each patch, with `id` the collection's (null when there is no
  * such collection, or its schema is another), `i` the patch's index in `?3`, and `data`
  * the row's text as that patch left it (null for a row that does not exist) and `version` its version, and the
@@ -205,7 +206,7 @@ const returning = (n: number) =>
 const patchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
-    select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and ${liveRow('r')}), p.value ->> 1, ?4
+    select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and ${liveRowText('r', 'p.value ->> 2')}), p.value ->> 1, ?4
       from (select ${collectionId('?5')} as id) c, json_each(?3) p
   ${returning(n)}`,
 );
@@ -213,7 +214,7 @@ const patchSqls = Array.from(
 const onePatchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
-    values (${collectionId('?5')}, 0, (select rowid from rows r where collection_id = ${collectionId('?5')} and id = ?3 ->> '$[0][0]' and ${liveRow('r')}), ?3 ->> '$[0][1]', ?4)
+    values (${collectionId('?5')}, 0, (select rowid from rows r where collection_id = ${collectionId('?5')} and id = ?3 ->> '$[0][0]' and ${liveRowText('r', `?3 ->> '$[0][2]'`)}), ?3 ->> '$[0][1]', ?4)
   ${returning(n)}`,
 );
 
