@@ -261,7 +261,8 @@ describeEachBackend('rows that expire', (backend) => {
   });
 
   describe('unique indexes', () => {
-    it('takes an insert whose values an expired row holds: that row is swept first, with its event; a live row still conflicts', async () => {
+    /** A collection unique by `code`, holding `a` in row 1, expired, and `b` in row 2, which lives. */
+    const uniquelyCoded = async () => {
       const name = await collection();
       const index = await client.post(`/v1/collections/${name}/indexes`, { fields: ['code'], unique: true });
       expect(index.status, index.text).to.equal(201);
@@ -270,6 +271,11 @@ describeEachBackend('rows that expire', (backend) => {
         { code: 'a', expires_at: past },
         { code: 'b', expires_at: future },
       ]);
+      return { name, rows };
+    };
+
+    it('takes an insert whose values an expired row holds: that row is swept first, with its event; a live row still conflicts', async () => {
+      const { name, rows } = await uniquelyCoded();
       const inserted = await client.post<Row[]>(rows, [{ code: 'a' }]);
       expect(inserted.status, inserted.text).to.equal(201);
       expect((await client.post<Problem>(rows, [{ code: 'b' }])).body.code).to.equal('unique_violation');
@@ -278,6 +284,25 @@ describeEachBackend('rows that expire', (backend) => {
         ['insert', 2, undefined],
         ['delete', 1, 'expired'],
         ['insert', 3, undefined],
+      ]);
+    });
+    it('upserts over a row an expired row holds the values of: that row is swept first, with its event, and the row inserted; a live row is patched', async () => {
+      const { name, rows } = await uniquelyCoded();
+      const upserted = await client.post<Row[]>(`${rows}?on_conflict=code`, [
+        { code: 'a', n: 1 },
+        { code: 'b', n: 2 },
+      ]);
+      expect(upserted.status, upserted.text).to.equal(200);
+      expect(upserted.body.map((row) => [row.id, row.code, row.n])).to.deep.equal([
+        [3, 'a', 1],
+        [2, 'b', 2],
+      ]);
+      expect((await changes(name)).map((change) => [change.type, rowOf(change).id, reasonOf(change)])).to.deep.equal([
+        ['insert', 1, undefined],
+        ['insert', 2, undefined],
+        ['delete', 1, 'expired'],
+        ['insert', 3, undefined],
+        ['update', 2, undefined],
       ]);
     });
   });

@@ -3,8 +3,8 @@
 // delete event a row, marked `"reason": "expired"`, and its relations' on_delete followed, as any delete.
 
 import { expiryNow } from '../../expiry/ttl.ts';
-import type { Dialect } from '../engine/dialect.ts';
-import { collectionTtlSql, expiredRowIdsSql, expiringCollectionsSql, stillExpiredWhere } from '../engine/sql/expiry.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { collectionTtlSql, expiredRowIdsSql, expiringCollectionsSql, rowExpiredSql, stillExpiredWhere } from '../engine/sql/expiry.ts';
 import { deleteRowsIn, rowWritesIn } from '../rows/writes.ts';
 
 /** A collection whose rows have expired: its id, its account's and its name. */
@@ -56,4 +56,16 @@ export async function sweepCollection(db: Dialect, accountId: number, name: stri
   const rows = db.sweepBatchRows;
   for (let batch = rows; batch === rows; deleted += batch) batch = await sweepExpiredBatch(db, collection, now, rows);
   return deleted > 0;
+}
+
+/**
+ * Deletes the row `rowId` of the account's collection (its id `collectionId`) inside the write `trx` if
+ * it has expired, as the sweeper would, with its delete event marked expired: answers whether it went.
+ * An upsert whose values an expired row holds calls it, then inserts (../rows/upserts.ts).
+ */
+export async function sweptIfExpired(db: Dialect, trx: WriteTx, accountId: number, name: string, collectionId: number, rowId: number) {
+  const now = expiryNow();
+  if ((await db.run(trx, rowExpiredSql, [collectionId, rowId, now])).length === 0) return false;
+  const match = { ids: [rowId], where: { sql: stillExpiredWhere, params: [now] } };
+  return (await deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, name, match, 1, undefined, 'expired')).count > 0;
 }

@@ -10,6 +10,7 @@ import { type Json, overRowBound, type Row, rowJson, versionOf } from '../../row
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { sweptIfExpired } from '../expiry/sweep.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { type Fields, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
 import { type RowWrites, rowWritesIn } from './writes.ts';
@@ -114,7 +115,9 @@ export async function upsertRowsIn(
   for (const [place, fields] of items.entries()) {
     const values = index.fields.map((field) => fields[field]);
     const absent = values.some((value) => value === undefined || value === null);
-    const [holder] = absent ? [] : await rowsHolding(db, read, id, index, values, 1);
+    let holder: number | undefined = absent ? undefined : (await rowsHolding(db, read, id, index, values, 1))[0];
+    // A holder that has expired is gone (docs/expiry.md): deleted now, with its event, and the row inserted.
+    if (holder !== undefined && (await sweptIfExpired(db, trx, accountId, collection, id, holder))) holder = undefined;
     tried.push({ id: holder, fields });
     writes.tried(tried);
     let written: VersionedRow;

@@ -84,5 +84,8 @@ export const expiringCollectionsSql = `select c.id, c.account_id, c.name from co
  */
 export const expiredRowIdsSql = 'select id from rows where collection_id = ? and expires_at <= ? order by expires_at limit ?';
 
+/** Whether the row `?` of the collection `?` has expired by `?` (ms since the epoch): a row when it has. */
+export const rowExpiredSql = 'select id from rows where collection_id = ? and id = ? and expires_at <= ?';
+
 /** A sweep's rows read again by their delete, inside its write (a condition on `rows`): still expired at `?`. */
 export const stillExpiredWhere = 'expires_at <= ?';
