@@ -258,6 +258,25 @@ describeEachBackend('rows that expire', (backend) => {
       expect(aggregated.text).to.include('36');
       expect(aggregated.text).to.not.include('78');
     });
+    it("counts through a field's sort index only the rows that live: an aggregate's count of one value, and a descending page past the rows that have the field", async () => {
+      const name = await collection();
+      const index = await client.post(`/v1/collections/${name}/indexes`, { fields: ['tag'] });
+      expect(index.status, index.text).to.equal(201);
+      const rows = `/v1/collections/${name}/rows`;
+      const made = await client.post(rows, [{ tag: 'x', expires_at: past }, { tag: 'x' }, {}, {}]);
+      expect(made.status, made.text).to.equal(201);
+      const counted = await client.post<{ groups: { rows: number }[] }>(`/v1/collections/${name}/aggregate`, {
+        filter: { tag: 'x' },
+        aggregates: { rows: { count: {} } },
+      });
+      expect(counted.status, counted.text).to.equal(200);
+      expect(counted.body.groups).to.deep.equal([{ rows: 1 }]);
+      // Descending: row 2, the one that has the field and lives, then rows 4 and 3, which have none.
+      const pages = [];
+      for (const offset of [0, 1, 2])
+        pages.push((await client.get<Row[]>(`${rows}?order_by=tag&order=desc&limit=1&offset=${offset}`)).body.map((row) => row.id));
+      expect(pages).to.deep.equal([[2], [4], [3]]);
+    });
   });
 
   describe('unique indexes', () => {
