@@ -47,6 +47,8 @@ export interface CheckOptions {
 /** A declared schema the checks left to compile, and its place in the declaration. */
 export interface SchemaToCompile {
   schema: RowSchema;
+  /** The digest of its text (checkRowSchemaBeforeCompiling). */
+  digest: string;
   at: string;
 }
 
@@ -61,16 +63,12 @@ export interface SchemaToCompile {
 export async function targetOf(declaration: Declaration, current: Model, secrets: Secrets, options: CheckOptions = {}): Promise<Model> {
   let collections: Record<string, ModelCollection> | undefined;
   if (declaration.collections !== undefined) {
-    collections = {};
-    let since = performance.now();
-    for (const [name, declared] of Object.entries(declaration.collections)) {
-      collections[name] = collectionOf(name, declared, current.collections?.[name], options.toCompile);
-      // A new schema is compiled to be checked, milliseconds each: the requests of others go between.
-      if (performance.now() - since > CHECKS_AT_ONCE_MS) {
-        await yieldToRequests();
-        since = performance.now();
-      }
-    }
+    const made: Record<string, ModelCollection> = {};
+    // A new schema is compiled to be checked, milliseconds each: the requests of others go between.
+    await yieldingBetween(Object.entries(declaration.collections), ([name, declared]) => {
+      made[name] = collectionOf(name, declared, current.collections?.[name], options.toCompile);
+    });
+    collections = made;
   }
   const names = new Set(Object.keys(collections ?? current.collections ?? {}));
   if (collections) checkRelations(collections, names);
@@ -162,8 +160,8 @@ function collectionOf(
 /** A new schema checked (checkRowSchema), or, with `toCompile`, checked but for its compile, which is listed there unless done before. */
 function newSchema(declared: unknown, at: string, toCompile: SchemaToCompile[] | undefined): RowSchema {
   if (!toCompile) return checkRowSchema(declared, at);
-  const { checked, compiled } = checkRowSchemaBeforeCompiling(declared, at);
-  if (!compiled) toCompile.push({ schema: checked, at });
+  const { checked, digest } = checkRowSchemaBeforeCompiling(declared, at);
+  if (digest !== undefined) toCompile.push({ schema: checked, digest, at });
   return checked;
 }
 
@@ -173,9 +171,14 @@ function newSchema(declared: unknown, at: string, toCompile: SchemaToCompile[] |
  * checkRowSchema refuses it.
  */
 export async function compileSchemas(toCompile: readonly SchemaToCompile[]): Promise<void> {
+  await yieldingBetween(toCompile, ({ schema, digest, at }) => compileToCheck(schema, digest, at));
+}
+
+/** Runs `work` on each of `items` in order, letting other requests' work go first every CHECKS_AT_ONCE_MS. */
+async function yieldingBetween<T>(items: Iterable<T>, work: (item: T) => void): Promise<void> {
   let since = performance.now();
-  for (const { schema, at } of toCompile) {
-    compileToCheck(schema, at);
+  for (const item of items) {
+    work(item);
     if (performance.now() - since > CHECKS_AT_ONCE_MS) {
       await yieldToRequests();
       since = performance.now();

@@ -47,16 +47,17 @@ const metaSchema = new Ajv2020({ allErrors: true, logger: false });
  * 5. Ajv compiles it, in strict mode (compile.ts).
  */
 export function checkRowSchema(schema: unknown, where: string): RowSchema {
-  const { checked, compiled } = checkRowSchemaBeforeCompiling(schema, where);
-  if (!compiled) compileToCheck(checked, where);
+  const { checked, digest } = checkRowSchemaBeforeCompiling(schema, where);
+  if (digest !== undefined) compileToCheck(checked, digest, where);
   return checked;
 }
 
 /**
- * checkRowSchema's steps 1 to 4: the schema, and whether it was compiled (step 5) already, when a schema of
- * the same text was accepted lately. One not compiled yet is not accepted until compileToCheck() says so.
+ * checkRowSchema's steps 1 to 4: the schema, and the digest of its text when it is still to be compiled
+ * (step 5); none when a schema of the same text was accepted lately. One not compiled yet is not accepted
+ * until compileToCheck() says so.
  */
-export function checkRowSchemaBeforeCompiling(schema: unknown, where: string): { checked: RowSchema; compiled: boolean } {
+export function checkRowSchemaBeforeCompiling(schema: unknown, where: string): { checked: RowSchema; digest?: string } {
   if (!isObject(schema)) throw refusal(where, [{ at: '', message: 'must be a JSON object: a row schema is an object schema' }]);
   const deep = tooDeep(schema, 1, '');
   if (deep !== undefined)
@@ -66,26 +67,28 @@ export function checkRowSchemaBeforeCompiling(schema: unknown, where: string): {
   if (bytes > maxSchemaBytes) {
     throw refusal(where, [{ at: '', message: `is ${bytes} bytes as JSON, more than the ${maxSchemaBytes} (64 KiB) a schema may have` }]);
   }
-  if (accepted.has(digestOf(text))) return { checked: schema as RowSchema, compiled: true };
+  const digest = createHash('sha256').update(text).digest('base64');
+  if (accepted.has(digest)) return { checked: schema as RowSchema };
   const parts = walkSchema(schema);
   const problems = [...parts.problems, ...refProblems(parts), ...rootProblems(schema)];
   if (problems.length > 0) throw refusal(where, problems);
   if (!metaSchema.validateSchema(schema)) throw refusal(where, metaProblems(metaSchema.errors ?? []));
-  return { checked: schema as RowSchema, compiled: false };
+  return { checked: schema as RowSchema, digest };
 }
 
-/** checkRowSchema's step 5 of a schema its steps 1 to 4 passed (checkRowSchemaBeforeCompiling): Ajv compiles it, and it is accepted. */
-export function compileToCheck(schema: RowSchema, where: string): void {
+/**
+ * checkRowSchema's step 5 of a schema its steps 1 to 4 passed (checkRowSchemaBeforeCompiling, which gave
+ * the digest of its text): Ajv compiles it, and it is accepted.
+ */
+export function compileToCheck(schema: RowSchema, digest: string, where: string): void {
   try {
     compileRowSchema(schema);
   } catch (error) {
     throw refusal(where, [{ at: '', message: `cannot be compiled: ${String((error as Error).message).slice(0, 200)}` }]);
   }
   if (accepted.size >= MAX_ACCEPTED) accepted.delete(accepted.values().next().value as string);
-  accepted.add(digestOf(JSON.stringify(schema)));
+  accepted.add(digest);
 }
-
-const digestOf = (text: string) => createHash('sha256').update(text).digest('base64');
 
 /** The keywords the root may not have (rootProblems says why). */
 const notAtRoot = ['$ref', 'enum', 'const'];
