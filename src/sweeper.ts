@@ -10,7 +10,8 @@ const COLLECTIONS_PER_PAGE = 100;
 
 /**
  * Deletes, every `intervalMs`, the rows of every collection with a time to live that expired by the
- * pass's start (the process's expiry now, which the database keeps: db/expiry/clock.ts), a batch at a time (db/expiry/sweep.ts), yielding to the writes between batches; each
+ * pass's start (the process's expiry now, which the database keeps once a pass finds a row to delete:
+ * db/expiry/clock.ts), a batch at a time (db/expiry/sweep.ts), yielding to the writes between batches; each
  * pass emits `pass` with how many rows went (Passes), and stop() ends one after its batch under way. Several processes on one database may each run one: each
  * batch holds its collection, and finds its rows again inside, so each row is deleted once.
  */
@@ -34,12 +35,16 @@ export class Sweeper extends Passes {
   }
 
   private async sweep(): Promise<number> {
-    // Kept by the database before any row goes: a process restarted on a clock set back reads rows by it.
-    const now = await this.store.keepExpiryNow();
+    // The later of this process's expiry now and the one the database keeps, which another instance may have raised.
+    let now = await this.store.readKeptExpiryNow();
+    let kept = false;
     let deleted = 0;
     for (let after = 0; ; ) {
       const collections = await this.store.expiringCollections(after, now, COLLECTIONS_PER_PAGE);
       if (collections.length === 0) break;
+      // Kept by the database before any row goes (a process restarted on a clock set back reads rows by
+      // it); a pass that finds no expired row writes nothing.
+      if (!kept) [now, kept] = [await this.store.keepExpiryNow(), true];
       for (const collection of collections) {
         try {
           for (;;) {

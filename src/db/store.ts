@@ -40,7 +40,7 @@ import { type Waits, watchKnexPool } from './engine/waits.ts';
 import type { WakeUps } from './engine/wake-ups.ts';
 import { feedStart, latestSeq, readEvents } from './events/events.ts';
 import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
-import { keepExpiryNow } from './expiry/clock.ts';
+import { keepExpiryNow, readKeptExpiryNow } from './expiry/clock.ts';
 import { expiringCollections, sweepExpiredBatch } from './expiry/sweep.ts';
 import { deleteTtl, getTtl, putTtl } from './expiry/ttl.ts';
 import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
@@ -159,6 +159,7 @@ const shared = {
   expiringCollections,
   sweepExpiredBatch,
   keepExpiryNow,
+  readKeptExpiryNow,
   listRelations,
   getRelation,
   putRelation,
