@@ -6,7 +6,7 @@
 // one of openapi.yaml's (api.ts).
 import { html } from 'htm/preact';
 import { render } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { Api, type Collection, describe, type Usage } from './api.ts';
 import { DeclarationView } from './declaration.ts';
 import { IssuersView } from './issuers.ts';
@@ -79,7 +79,9 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
   // the row already open opens it again).
   const [{ view, followed }, setRoute] = useState(() => ({ view: parseRoute(location.hash), followed: 0 }));
   const chosen = typeof view === 'object' ? view.collection : undefined;
-  useEffect(() => {
+  // Listened for as the console is first drawn (a layout effect, run before anything drawn can be clicked),
+  // not after it is painted: a link followed in between was not heard, and its view never shown.
+  useLayoutEffect(() => {
     const follow = () => setRoute(({ followed }) => ({ view: parseRoute(location.hash), followed: followed + 1 }));
     addEventListener('hashchange', follow);
     return () => removeEventListener('hashchange', follow);

@@ -33,7 +33,13 @@ export class Client {
       body = JSON.stringify(options.json);
     }
     Object.assign(headers, options.headers);
-    const response = await fetch(this.url + path, { method, headers, body: body as BodyInit | undefined });
+    const started = Date.now();
+    const response = await fetch(this.url + path, { method, headers, body: body as BodyInit | undefined }).catch((error: Error) => {
+      // fetch names neither the request nor when it failed: a connection reset says more with both.
+      const cause = error.cause as NodeJS.ErrnoException | undefined;
+      const why = `${error.message}${cause ? ` (${cause.code ?? cause.message})` : ''}`;
+      throw new Error(`${method} ${path} failed after ${Date.now() - started} ms: ${why}`, { cause: error });
+    });
     const text = await response.text();
     checkResponse({ method, path: path.split('?')[0], status: response.status, headers: response.headers, text });
     let parsed: unknown;
