@@ -1283,7 +1283,10 @@ export interface paths {
          *     inline, holds a member its JSON Schema (`/schemas/declaration.schema.json`) does not know, or
          *     declares what the API would refuse (docs/declarations.md, "Refusals"); or for a secret whose
          *     variable `secrets` does not hold where nothing holds the secret yet. `413` for a body over
-         *     `ROWBASE_MAX_BODY_BYTES` (1 MiB by default), or a declaration over 1 MiB.
+         *     `ROWBASE_MAX_BODY_BYTES` (1 MiB by default), or a declaration over 1 MiB. `503 unavailable`, and
+         *     no plan, when the diff of the account's documents is not made within 60 s (its wait behind other
+         *     plans' counted) or fails: a plan without it would say that no change breaks the clients
+         *     (docs/declarations.md, "The contract's diff").
          */
         post: operations["planDeclaration"];
         delete?: never;
@@ -4493,7 +4496,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["UnauthorizedProblem"];
             };
         };
-        /** @description `unavailable`: the database cannot be reached, or the service is shutting down. */
+        /** @description `unavailable`: the database cannot be reached, or the service is shutting down (of a plan: the diff of the account's documents was not made in time, or failed). */
         Unavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8592,6 +8595,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Error"];
         };
     };

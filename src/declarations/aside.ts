@@ -20,18 +20,33 @@ interface Held {
 let held: Held | undefined;
 let lastId = 0;
 
-/** What the worker answers to `job`; rejected when it fails or ends first. */
-export async function aside<T>(job: AsideJob): Promise<T> {
+/** A job not answered within its time (aside's `deadlineMs`): the worker running it was ended. */
+export class OverTime extends Error {}
+
+/**
+ * What the worker answers to `job`; rejected when it fails or ends first. With `deadlineMs`, a job not
+ * answered that many milliseconds after it was asked (its wait for the jobs before it counted) is
+ * rejected with OverTime, and the worker is ended: a job's work, synchronous, cannot be stopped otherwise.
+ * The jobs waiting in it are rejected too, and the next job starts a worker of its own. No deadline by default.
+ */
+export async function aside<T>(job: AsideJob, deadlineMs?: number): Promise<T> {
   const worker = held ?? start();
   clearTimeout(worker.idle);
   worker.worker.ref();
   const id = ++lastId;
+  let deadline: NodeJS.Timeout | undefined;
   try {
     return await new Promise<T>((resolve, reject) => {
       worker.waiting.set(id, { resolve: resolve as (answer: unknown) => void, reject });
       worker.worker.postMessage({ id, job });
+      if (deadlineMs === undefined) return;
+      deadline = setTimeout(() => {
+        reject(new OverTime(`the declarations' worker did not answer within ${deadlineMs} ms`));
+        stop(worker);
+      }, deadlineMs);
     });
   } finally {
+    clearTimeout(deadline);
     worker.waiting.delete(id);
     if (worker.waiting.size === 0 && held === worker) {
       worker.worker.unref();
