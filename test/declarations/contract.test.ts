@@ -1,7 +1,9 @@
 // The contract's diff of a plan in the declarations' worker (src/declarations/contract.ts, aside.ts): one
-// not made within its time is a 503, the worker running it ended; the next diff starts a worker of its own.
+// not made within its time is a 503, the worker running it ended with the jobs waiting in it; the next diff
+// starts a worker of its own.
 import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
+import { aside } from '../../src/declarations/aside.ts';
 import { targetOf } from '../../src/declarations/checks.ts';
 import { contractDiffAside } from '../../src/declarations/contract.ts';
 import { parseDeclaration } from '../../src/declarations/format.ts';
@@ -24,14 +26,16 @@ describe("declarations: the contract's diff", () => {
       none,
       options,
     );
-    // No worker answers within a millisecond: it has not even started.
-    const stopped = await contractDiffAside(current, target, documents, 1).then(
-      () => undefined,
-      (error: ApiError) => error,
-    );
+    const refusal = (error: ApiError) => error;
+    // No worker answers within a millisecond: it has not even started. A job waiting behind it in that
+    // worker is refused with it.
+    const diff = contractDiffAside(current, target, documents, 1);
+    const waiting = aside({ readDeclaration: 'version: 1\n' });
+    const stopped = await diff.then(() => undefined, refusal);
     expect(stopped?.status).to.equal(503);
     expect(stopped?.code).to.equal('unavailable');
     expect(stopped?.detail).to.match(/took longer than 0\.001 s and was stopped/);
+    expect((await waiting.then(() => undefined, refusal))?.code).to.equal('unavailable');
 
     const made = await contractDiffAside(current, target, documents);
     expect(made.documents.openapi.secret.some(({ path }) => path.endsWith('/properties/name'))).to.equal(true);
