@@ -3,6 +3,7 @@
 // key's anonymous caller does, before and after, compared by api-smart-diff, which classifies each change
 // as breaking or not for the clients generated from them. Only the collections whose part of the documents
 // changes are in the documents compared (with those their relations name): the rest is the same on both sides.
+// What api-smart-diff is given of them, and how what it reports is listed: comparable.ts.
 // The comparison runs in the declarations' worker thread (contractDiffAside, aside.ts), off the thread that answers requests.
 import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
