@@ -1252,7 +1252,9 @@ export interface paths {
          *     collection's rows, a webhook's delivery log) and `allow_destructive` is not true.
          *     `409 schema_conflict` or `unique_conflict` when stored rows refuse a change, as the operation
          *     making it answers (`detail` led by its place). `400` and `413` as `planDeclaration` answers them;
-         *     `400` naming `/plan` when the body sends both `declaration` and `plan`, or neither.
+         *     `400` naming `/plan` when the body sends both `declaration` and `plan`, or neither. `503
+         *     unavailable` when a large declaration was being read in the declarations' worker as it was
+         *     ended (another plan's diff ran past its time): send it again.
          */
         post: operations["applyDeclaration"];
         delete?: never;
@@ -1283,7 +1285,11 @@ export interface paths {
          *     inline, holds a member its JSON Schema (`/schemas/declaration.schema.json`) does not know, or
          *     declares what the API would refuse (docs/declarations.md, "Refusals"); or for a secret whose
          *     variable `secrets` does not hold where nothing holds the secret yet. `413` for a body over
-         *     `ROWBASE_MAX_BODY_BYTES` (1 MiB by default), or a declaration over 1 MiB.
+         *     `ROWBASE_MAX_BODY_BYTES` (1 MiB by default), or a declaration over 1 MiB. `503 unavailable`, and
+         *     no plan, when the diff of the account's documents is not made within 60 s (its wait behind other
+         *     plans' counted) or fails: a plan without it would say that no change breaks the clients
+         *     (docs/declarations.md, "The contract's diff"). Also when a large declaration was being read in the declarations'
+         *     worker as another plan's diff ran past its time: send it again.
          */
         post: operations["planDeclaration"];
         delete?: never;
@@ -4493,7 +4499,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["UnauthorizedProblem"];
             };
         };
-        /** @description `unavailable`: the database cannot be reached, or the service is shutting down. */
+        /** @description `unavailable`: the database cannot be reached, or the service is shutting down (of a plan or apply: the declarations' worker ran past its time, or a plan's diff failed). */
         Unavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8549,6 +8555,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Error"];
         };
     };
@@ -8592,6 +8599,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Error"];
         };
     };

@@ -4,6 +4,7 @@
 // IDLE_MS: a plan, its apply and the plan again find it warm (its code compiled, the documents parsed;
 // the first plan's worker, cold, spent seconds more), and an idle server holds none of it.
 import { Worker } from 'node:worker_threads';
+import { unavailable } from '../errors.ts';
 
 /** A job of the worker (worker.ts): a declaration's text to read, or the documents and models to compare. */
 export type AsideJob = { readDeclaration: string } | { contractDiff: unknown };
@@ -20,18 +21,37 @@ interface Held {
 let held: Held | undefined;
 let lastId = 0;
 
-/** What the worker answers to `job`; rejected when it fails or ends first. */
-export async function aside<T>(job: AsideJob): Promise<T> {
+/** A job not answered within its time (aside's `deadlineMs`): the worker running it was ended. */
+export class OverTime extends Error {}
+
+/**
+ * What the worker answers to `job`; rejected when it fails or ends first. With `deadlineMs`, a job not
+ * answered that many milliseconds after it was asked (its wait for the jobs before it counted) is
+ * rejected with OverTime, and the worker is ended: a job's work, synchronous, cannot be stopped otherwise.
+ * The other jobs waiting in it are refused (503 `unavailable`: asked again, they find a worker of their
+ * own). No deadline by default.
+ */
+export async function aside<T>(job: AsideJob, deadlineMs?: number): Promise<T> {
   const worker = held ?? start();
   clearTimeout(worker.idle);
   worker.worker.ref();
   const id = ++lastId;
+  let deadline: NodeJS.Timeout | undefined;
   try {
     return await new Promise<T>((resolve, reject) => {
       worker.waiting.set(id, { resolve: resolve as (answer: unknown) => void, reject });
       worker.worker.postMessage({ id, job });
+      if (deadlineMs === undefined) return;
+      deadline = setTimeout(() => {
+        reject(new OverTime(`the declarations' worker did not answer within ${deadlineMs} ms`));
+        for (const [other, waiting] of worker.waiting)
+          if (other !== id)
+            waiting.reject(unavailable("The work of another plan ran past its time, and was stopped with this request's: try again."));
+        stop(worker);
+      }, deadlineMs);
     });
   } finally {
+    clearTimeout(deadline);
     worker.waiting.delete(id);
     if (worker.waiting.size === 0 && held === worker) {
       worker.worker.unref();

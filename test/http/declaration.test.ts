@@ -230,6 +230,78 @@ describeEachBackend('the declaration over HTTP', (backend) => {
       await other.stop();
     }
   });
+  describe("the contract's diff", () => {
+    interface Listed {
+      contract: {
+        breaking: boolean;
+        documents: Record<'openapi' | 'asyncapi', Record<'secret' | 'publishable', { type: string; path: string }[]>>;
+      };
+    }
+    /** Applies `was`, then plans `will`: the plan answered, and how long it took (ms). */
+    const planned = async (was: object, will: object) => {
+      const client = await server.client();
+      const applied = await client.post('/v1/declaration/apply', { declaration: was });
+      expect(applied.status, applied.text).to.equal(200);
+      const started = performance.now();
+      const plan = await client.post<Plan & Listed>('/v1/declaration/plan', { declaration: will });
+      return { plan, ms: performance.now() - started };
+    };
+
+    it("lists a change of each collection's type where its own paths use it, not again through related collections' expansions", async () => {
+      // Six collections in a ring, each related to the next (its rows expanded from the one before, and
+      // the next's from it), a field of each retyped: api-smart-diff followed the expansions' $refs round
+      // the ring, listing each change again through every other collection's expansions, ever deeper (a
+      // hundred collections changed so took minutes, then ran out of stack: a 500).
+      const ring = (noteType: string) => ({
+        version: 1,
+        collections: Object.fromEntries(
+          Array.from({ length: 6 }, (_, i) => [
+            `c${i}`,
+            {
+              schema: { type: 'object', properties: { next_id: { type: ['integer', 'null'] }, note: { type: noteType } } },
+              relations: { next: { field: 'next_id', collection: `c${(i + 1) % 6}`, on_delete: 'set_null', reverse: 'previous' } },
+              rules: { read: true },
+            },
+          ]),
+        ),
+      });
+      const { plan } = await planned(ring('string'), ring('integer'));
+      expect(plan.status, plan.text).to.equal(200);
+      expect(plan.body.contract.breaking).to.equal(true);
+      const noted = plan.body.contract.documents.openapi.secret.filter(({ path }) => path.includes('/properties/note/'));
+      for (const collection of ['c0', 'c5'])
+        expect(
+          noted.some(({ path }) => path.includes(`~1collections~1${collection}~1rows`)),
+          collection,
+        ).to.equal(true);
+      // Where a path of the collection's names its types, or at the types themselves: none through an expansion.
+      for (const { path } of noted) expect(path, path).not.to.include('_expand');
+      expect(noted.length).to.be.lessThan(6 * 20);
+    });
+
+    it('plans a schema whose $defs name each other many ways at once, each change listed where its type is', async () => {
+      // Each level names the next twice, 24 deep: api-smart-diff would list the change of the last level
+      // once for each of the 2^24 ways to reach it (minutes, then the heap or the stack ran out: a 500).
+      const levels = 24;
+      const tree = (leafType: string) => {
+        const $defs: Record<string, unknown> = { [`level${levels}`]: { type: 'object', properties: { leaf: { type: leafType } } } };
+        for (let level = 0; level < levels; level++) {
+          const next = { $ref: `#/$defs/level${level + 1}` };
+          $defs[`level${level}`] = { type: 'object', properties: { left: next, right: next } };
+        }
+        return {
+          version: 1,
+          collections: { trees: { schema: { type: 'object', properties: { root: { $ref: '#/$defs/level0' } }, $defs } } },
+        };
+      };
+      const { plan, ms } = await planned(tree('string'), tree('integer'));
+      expect(plan.status, plan.text).to.equal(200);
+      expect(plan.body.contract.breaking).to.equal(true);
+      const leaf = plan.body.contract.documents.openapi.secret.filter(({ path }) => path.endsWith('/properties/leaf/type'));
+      expect(leaf.map(({ type }) => type)).to.deep.equal(['breaking']);
+      expect(ms).to.be.lessThan(5_000);
+    });
+  });
 });
 
 /** The test declaration as a JSON object, its secret's variable named as in the YAML. */
