@@ -2,7 +2,7 @@
 // read and removed; the sweeper deleting each expired row once, with a delete event marked expired on the
 // change log and the feed, and its relations' on_delete followed; expired rows gone from reads at once.
 import { expect } from 'chai';
-import { createDatabase, describeEachBackend, skipWithoutPostgres } from '../support/backends.ts';
+import { createDatabase, describeEachBackend, knexOf, skipWithoutPostgres } from '../support/backends.ts';
 import type { ChangesPage } from '../support/changes.ts';
 import type { Client } from '../support/client.ts';
 import { changeLog, madeCollection, nextLink, walkedN } from '../support/expiry.ts';
@@ -422,6 +422,30 @@ describeEachBackend('rows that expire', (backend) => {
       expect((await client.delete(`/v1/collections/${name}/ttl`)).status).to.equal(204);
       await server.feed.sweeper.runOnce();
       expect((await client.get<Row[]>(`/v1/collections/${name}/rows`)).body).to.have.length(1);
+    });
+
+    it('writes nothing in a pass that finds no row to delete, and keeps its expiry now in one that does', async () => {
+      // Every instance sweeps every 10 s, with or without a time to live anywhere: an idle pass is a read.
+      const knex = knexOf(backend, server.databaseUrl);
+      const kept = async () =>
+        ((await knex('expiry_clock').select('now_ms')) as { now_ms: number | string }[]).map((row) => Number(row.now_ms));
+      try {
+        const name = await collection();
+        expect((await client.post(`/v1/collections/${name}/rows`, [{ expires_at: future }])).status).to.equal(201);
+        expect(await server.feed.sweeper.runOnce()).to.equal(0);
+        const before = await kept();
+        // The expiry now moves with the clock: a pass that wrote it would write another value.
+        for (const since = Date.now(); Date.now() <= since + 1; ) await new Promise((resolve) => setImmediate(resolve));
+        expect(await server.feed.sweeper.runOnce()).to.equal(0);
+        expect(await kept()).to.deep.equal(before);
+        expect((await client.post(`/v1/collections/${name}/rows`, [{ expires_at: past }])).status).to.equal(201);
+        expect(await server.feed.sweeper.runOnce()).to.equal(1);
+        const after = await kept();
+        expect(after).to.have.length(1);
+        expect(after[0]).to.be.above(before[0] ?? 0);
+      } finally {
+        await knex.destroy();
+      }
     });
 
     it('deletes many rows in batches, each once', async () => {
