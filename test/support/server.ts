@@ -39,6 +39,11 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
   const database = options.database ?? (await createDatabase(backend, { migrated: true }));
   const config = { ...defaults, port: 0, databaseUrl: database.url, logLevel: 'silent', ...overrides };
   const running = await startServer(config, options.log ?? createLogger('silent'), options);
+  // The tests' requests and this server share one event loop. A test that holds it longer than Node's
+  // keepAliveTimeout (5 s: a large body built on a loaded host) sends its next request on a kept-alive
+  // connection that the server's timer, due meanwhile, closes right after, unread: ECONNRESET (seen once
+  // in CI, in costly-requests). A client's loop is never the server's but here.
+  running.server.keepAliveTimeout = 60_000;
   await running.store.setPlan({ name: TEST_PLAN, quota: 1_000_000_000, period: 'month', rate: null });
   return {
     ...running,
