@@ -35,16 +35,20 @@ export const liveRowSql = (r: string, now: number): Sql => ({ sql: liveRowText(r
  * Whether a key of `sort_keys` (its `row_id`) of the collection `collectionId` (SQL of its id) is of a
  * row that lives at `now` (SQL of a placeholder): of a collection without a time to live, every key (its
  * row read once a statement); else each key's row looked up by its key, so that a page read through a
- * sort index is full of rows that live, and its cursor goes on past them.
+ * sort index is full of rows that live, and its cursor goes on past them. The lookup is a scalar
+ * subquery of the row's liveRowText() by its primary key, true when there is no row. As a NOT EXISTS on
+ * the expiry, PostgreSQL found a hash of all the collection's expired rows (through `rows_expiry`)
+ * cheaper than a probe a key, and built it whole for each page that read a few keys; a scalar subquery
+ * is never hashed, and its one condition is the primary key.
  */
 export const liveKeyText = (collectionId: string, now: string) =>
   `((select ttl_field from collections where id = ${collectionId}) is null
-        or not exists (select 1 from rows x where x.collection_id = ${collectionId} and x.id = row_id and x.expires_at <= ${now}))`;
+        or coalesce((select ${liveRowText('x', now)} from rows x where x.collection_id = ${collectionId} and x.id = row_id), true))`;
 
 /** liveKeyText() of the collection `collectionId` (SQL with its bindings) with `now` (ms since the epoch) bound. */
 export const liveKeySql = (collectionId: Sql, now: number): Sql => ({
   sql: liveKeyText(collectionId.sql, '?'),
-  params: [...collectionId.params, ...collectionId.params, now],
+  params: [...collectionId.params, now, ...collectionId.params],
 });
 
 /** The latest expiry now the database keeps (0028_expiry_clock; ../../expiry/clock.ts). */

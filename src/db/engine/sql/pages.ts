@@ -171,11 +171,12 @@ function bestScores(scores: Sql, page: Page, where: Sql | undefined, live: Sql):
 /**
  * Whether a search's score `s` is of a row that lives at `now` (docs/expiry.md), so that a page cut to its
  * best scores is full of rows that live: of a collection without a time to live, every one (its row read
- * once a statement); else each one's row looked up by its key, as liveKeyText() does a sort key's.
+ * once a statement); else each one's row looked up by its key, as liveKeyText() does a sort key's (and
+ * why as a scalar subquery).
  */
 const liveScores = (collection: CollectionRef, now: number): Sql =>
   sql`((select ttl_field from collections where id = ${collection.id}) is null
-        or not exists (select 1 from rows x where x.collection_id = s.collection_id and x.id = s.row_id and x.expires_at <= ${now}))`;
+        or coalesce((select ${liveRowSql('x', now)} from rows x where x.collection_id = s.collection_id and x.id = s.row_id), true))`;
 
 /**
  * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,

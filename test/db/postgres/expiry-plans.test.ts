@@ -1,0 +1,67 @@
+// The plan PostgreSQL makes of a page read through a sort index of a collection with a time to live
+// (src/db/engine/sql/expiry.ts, liveKeyText): each key's row looked up by its primary key, before the
+// page's limit, as the page reads few keys, never a hash of the collection's expired rows, which a page
+// would build whole on each read.
+import { expect } from 'chai';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
+import { sortedPage } from '../../../src/db/postgres/sql/reads.ts';
+import { createDatabase, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
+
+describe('a page of a collection with a time to live, planned by PostgreSQL', () => {
+  let database: TestDatabase;
+  let store: Store;
+  before(async function () {
+    if (await postgresUnavailable()) this.skip();
+  });
+  beforeEach(async () => {
+    database = await createDatabase('postgres');
+    store = await openStore(database.url);
+    await store.createKey('reader');
+  });
+  afterEach(async () => {
+    await store?.close().catch(() => {});
+    await database?.drop();
+  });
+
+  // As in a database in service: the statistics were taken while `rows` held only rows that never
+  // expire; then a collection of 1,000 rows, a tenth of them with an expiry, and its sort index on score.
+  it("looks each key's row up by its primary key, in the generic plan its named statement gets", async () => {
+    const { knex } = store;
+    const { id: accountId } = await knex('accounts').where({ name: 'reader' }).first('id');
+    const fill = async (name: string, rows: number, ttl: boolean) => {
+      const [{ id }] = await knex('collections')
+        .insert({
+          account_id: accountId,
+          name,
+          created_at: new Date().toISOString(),
+          sorted: '["score"]',
+          ttl_field: ttl ? 'expires_at' : null,
+        })
+        .returning('id');
+      await knex.raw(
+        `insert into rows (collection_id, id, data, expires_at)
+          select ?, g, '{"score":' || (g * 7919 % 1000) || '}', case when ? and g % 10 = 0 then g end from generate_series(1, ?) g`,
+        [id, ttl, rows],
+      );
+      await knex.raw('insert into sort_keys select ?, 0, g, 1, g * 7919 % 1000, null from generate_series(1, ?) g', [id, rows]);
+      return Number(id);
+    };
+    await fill('lasting', 100, false);
+    await knex.raw('analyze rows; analyze sort_keys');
+    const expiring = await fill('expiring', 1000, true);
+    const { sql } = sortedPage(expiring, 0, 'desc', 'present', 50, 0, 500);
+    const connection = await knex.client.acquireConnection();
+    try {
+      await connection.query('set plan_cache_mode = force_generic_plan');
+      await connection.query(`prepare page (integer, integer, integer, bigint, integer) as ${sql}`);
+      const { rows } = await connection.query(`explain execute page (${expiring}, 0, 50, 500, 0)`);
+      const plan = rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+      expect(plan).to.match(/Index Scan using rows_pkey on rows x/);
+      expect(plan).not.to.include('hashed SubPlan');
+      expect(plan).not.to.include('rows_expiry');
+    } finally {
+      await connection.query('deallocate page; reset plan_cache_mode');
+      await knex.client.releaseConnection(connection);
+    }
+  });
+});
