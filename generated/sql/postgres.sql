@@ -44,7 +44,7 @@ update collections set sorted = ? where id = ?;
 -- presentCountSql
 select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5
 and ((select ttl_field from collections where id = ?) is null
-    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
+    or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = ? and x.id = row_id), true));
 
 -- listCollectionsSql
 select c.name, c.created_at, c.row_count - case when c.ttl_field is null then 0 else (select count(*) from rows x where x.collection_id = c.id and x.expires_at <= ?) end as row_count, c.last_seq from collections c where c.account_id = ? order by c.name collate "C";
@@ -241,7 +241,7 @@ select 3 as part, null::integer as x, null as k, json_build_array((select last_s
 -- keyCountSql
 select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys
 where collection_id = ? and slot = ? and <bounds> and ((select ttl_field from collections where id = ?) is null
-    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
+    or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = ? and x.id = row_id), true));
 
 -- getRowSql
 select data, collection_id, version from rows
@@ -358,7 +358,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
   order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -367,7 +367,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
   order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -376,7 +376,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
   order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -386,13 +386,13 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num > $7 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -402,13 +402,13 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str > $7 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -418,10 +418,10 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -431,7 +431,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -514,7 +514,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
   order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -523,7 +523,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
   order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -532,7 +532,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4))
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
   order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -542,16 +542,16 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num < $7 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -561,16 +561,16 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str < $7 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -580,13 +580,13 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -596,7 +596,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= $4)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 

@@ -44,7 +44,7 @@ update collections set sorted = ? where id = ?;
 -- presentCountSql
 select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5
 and ((select ttl_field from collections where id = ?) is null
-    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
+    or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = ? and x.id = row_id), true));
 
 -- listCollectionsSql
 select c.name, c.created_at, c.row_count - case when c.ttl_field is null then 0 else (select count(*) from rows x where x.collection_id = c.id and x.expires_at <= ?) end as row_count, c.last_seq from collections c where c.account_id = ? order by c.name;
@@ -279,7 +279,7 @@ union all select 3 as part, null as x, null as k, json_array((select last_seq fr
 -- keyCountSql
 select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys
 where collection_id = ? and slot = ? and <bounds> and ((select ttl_field from collections where id = ?) is null
-    or not exists (select 1 from rows x where x.collection_id = ? and x.id = row_id and x.expires_at <= ?));
+    or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = ? and x.id = row_id), true));
 
 -- rowsSql
 select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
@@ -342,7 +342,7 @@ from (select rows.id, rows.data from sort_keys k
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
   order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -350,7 +350,7 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
   order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -358,7 +358,7 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
   order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -367,13 +367,13 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num > json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -382,13 +382,13 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str > json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -397,10 +397,10 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -409,7 +409,7 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -465,7 +465,7 @@ from (select rows.id, rows.data from sort_keys k
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
   order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -473,7 +473,7 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
   order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -481,7 +481,7 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4))
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
   order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -490,16 +490,16 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num < json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -508,16 +508,16 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str < json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -526,13 +526,13 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -541,7 +541,7 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= ?4)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
