@@ -5,7 +5,7 @@
 
 -- advanceSql
 update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, uniques, schema_id, search;
+where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, uniques, schema_id, search, ttl_field;
 
 -- lockAccountSql
 update accounts set id = id where id = ?;

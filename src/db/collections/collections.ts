@@ -168,6 +168,7 @@ export async function advance(db: Dialect, trx: WriteTx, accountId: number, coll
     uniques: string;
     schema_id: number | string;
     search: string | null;
+    ttl_field: string | null;
   }>(trx, advanceSql, [rowIds, events, rowDelta, accountId, collection]);
   if (!counters) throw collectionNotFound(collection);
   const id = Number(counters.id);
@@ -179,5 +180,7 @@ export async function advance(db: Dialect, trx: WriteTx, accountId: number, coll
     uniques: JSON.parse(counters.uniques) as UniqueIndexes,
     schemaId: Number(counters.schema_id),
     search: searchIndexOf(id, counters.search),
+    /** The field of the collection's time to live (docs/expiry.md), or null for none. */
+    ttlField: counters.ttl_field,
   };
 }

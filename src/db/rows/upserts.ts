@@ -100,7 +100,7 @@ export async function upsertRowsIn(
   onConflictAt: Omit<FieldError, 'message'> = { in: 'query', name: 'on_conflict' },
 ): Promise<Upserted> {
   const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
-  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+  const { id, schemaId, ttlField } = await advance(db, trx, accountId, collection, 0);
   const index = (await uniqueIndexesOf(read, id)).find(
     ({ fields }) => fields.length === onConflict.length && fields.every((field) => onConflict.includes(field)),
   );
@@ -117,7 +117,8 @@ export async function upsertRowsIn(
     const absent = values.some((value) => value === undefined || value === null);
     let holder: number | undefined = absent ? undefined : (await rowsHolding(db, read, id, index, values, 1))[0];
     // A holder that has expired is gone (docs/expiry.md): deleted now, with its event, and the row inserted.
-    if (holder !== undefined && (await sweptIfExpired(db, trx, accountId, collection, id, holder))) holder = undefined;
+    // Only a collection with a time to live has rows that expire: the others' upserts ask nothing more.
+    if (holder !== undefined && ttlField !== null && (await sweptIfExpired(db, trx, accountId, collection, id, holder))) holder = undefined;
     tried.push({ id: holder, fields });
     writes.tried(tried);
     let written: VersionedRow;

@@ -9,7 +9,7 @@ import { liveRowCountSql } from './expiry.ts';
  * counters, sorted fields and unique indexes.
  */
 export const advanceSql = `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, uniques, schema_id, search`;
+  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, uniques, schema_id, search, ttl_field`;
 
 /**
  * The first statement of a collection's creation: writes the account's row, which holds it until
