@@ -7,7 +7,7 @@
 // The comparison runs in the declarations' worker thread (contractDiffAside, aside.ts), off the thread that answers requests.
 import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
-import { unavailable } from '../errors.ts';
+import { ApiError, unavailable } from '../errors.ts';
 import { aside, OverTime } from './aside.ts';
 import { type ContractChange, changeOf, comparable, compared, type Paths, withoutSameComponents, withoutSamePaths } from './comparable.ts';
 import { canonical, type Model, type ModelCollection } from './model.ts';
@@ -173,6 +173,8 @@ export async function contractDiffAside(
       throw unavailable(
         `The plan's diff of the account's documents took longer than ${deadlineMs / 1000} s and was stopped: no plan is made. docs/declarations.md, "The contract's diff".`,
       );
+    // Refused already, as waiting in a worker another job's deadline ended (aside): said as it is.
+    if (error instanceof ApiError) throw error;
     // What failed goes to the log with the problem (its cause), not to the client.
     throw Object.assign(
       unavailable(`The plan's diff of the account's documents failed: no plan is made. docs/declarations.md, "The contract's diff".`),

@@ -31,11 +31,14 @@ describe("declarations: the contract's diff", () => {
     // worker is refused with it.
     const diff = contractDiffAside(current, target, documents, 1);
     const waiting = aside({ readDeclaration: 'version: 1\n' });
+    const waitingDiff = contractDiffAside(current, target, documents);
     const stopped = await diff.then(() => undefined, refusal);
     expect(stopped?.status).to.equal(503);
     expect(stopped?.code).to.equal('unavailable');
     expect(stopped?.detail).to.match(/took longer than 0\.001 s and was stopped/);
     expect((await waiting.then(() => undefined, refusal))?.code).to.equal('unavailable');
+    // A plan's diff waiting there is told so, not that its own diff failed.
+    expect((await waitingDiff.then(() => undefined, refusal))?.detail).to.match(/another plan ran past its time/);
 
     const made = await contractDiffAside(current, target, documents);
     expect(made.documents.openapi.secret.some(({ path }) => path.endsWith('/properties/name'))).to.equal(true);
