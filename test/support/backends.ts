@@ -32,7 +32,7 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 
 let reachable: Promise<string | undefined> | undefined;
 /** Why PostgreSQL cannot be used, or undefined when it can. Asked once per run. */
-export function postgresUnavailable(): Promise<string | undefined> {
+function postgresUnavailable(): Promise<string | undefined> {
   reachable ??= admin((client) => client.query('select 1')).then(
     () => undefined,
     (error: Error) => `no PostgreSQL server at ${adminUrl.replace(/\/\/[^@]*@/, '//')}: ${error.message}`,

@@ -2,7 +2,7 @@
 // holds no other collection's writes; its keys follow every write of its rows.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
-import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
+import { createDatabase, describeEachBackend, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 import { pollUntil } from '../../support/process.ts';
 
 describeEachBackend('unique indexes', (backend) => {
@@ -10,7 +10,7 @@ describeEachBackend('unique indexes', (backend) => {
   let store: Store;
   let accountId: number;
   before(async function () {
-    if (backend === 'postgres' && (await postgresUnavailable())) this.skip();
+    if (backend === 'postgres') await skipWithoutPostgres(this);
     database = await createDatabase(backend);
     store = await openStore(database.url);
     await store.createKey('keyed');

@@ -9,7 +9,7 @@ import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
 import { keyColumns } from '../../../src/db/postgres/sql/collections.ts';
 import { sqliteSchema } from '../../../src/db/sqlite/migrations.ts';
-import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
+import { createDatabase, describeEachBackend, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 import { Client } from '../../support/client.ts';
 import { FeedClient, type FeedMessage } from '../../support/feed.ts';
 import { startTestServer } from '../../support/server.ts';
@@ -20,7 +20,7 @@ describe('migrations on PostgreSQL', () => {
   let database: TestDatabase;
   let store: Store;
   before(async function () {
-    if (await postgresUnavailable()) this.skip();
+    await skipWithoutPostgres(this);
     database = await createDatabase('postgres');
   });
   after(async () => {

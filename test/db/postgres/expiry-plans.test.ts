@@ -5,13 +5,13 @@
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { sortedPage } from '../../../src/db/postgres/sql/reads.ts';
-import { createDatabase, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
+import { createDatabase, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 
 describe('a page of a collection with a time to live, planned by PostgreSQL', () => {
   let database: TestDatabase;
   let store: Store;
   before(async function () {
-    if (await postgresUnavailable()) this.skip();
+    await skipWithoutPostgres(this);
   });
   beforeEach(async () => {
     database = await createDatabase('postgres');

@@ -2,7 +2,7 @@
 // keep consecutive ids, and their events follow in id order.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
-import { createDatabase, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
+import { createDatabase, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -12,7 +12,7 @@ describe('inserts on PostgreSQL', () => {
     let store: Store;
     let accountId: number;
     before(async function () {
-      if (await postgresUnavailable()) this.skip();
+      await skipWithoutPostgres(this);
     });
     beforeEach(async () => {
       database = await createDatabase('postgres');
