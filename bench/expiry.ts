@@ -1,9 +1,9 @@
 // The expiry workloads' client (issue 65, docs/expiry.md): `node --import tsx bench/expiry.ts '<ExpiryJob as JSON>'`.
 // Two collections of `rows` rows alike, one without a time to live and one whose every tenth row expires,
 // those spread over `spreadSeconds` from an instant after the seeding. Over that minute, windows of
-// `windowSeconds` take turns: get-row of the one, of the other, list of the one, of the other, each of
-// `connections` requests in flight, so that each pair is measured side by side as rows expire and the
-// sweeper deletes them. Then the sweeper's rate: `burstRows` rows of a third collection, all past their
+// `windowSeconds` take turns: get-row and list of the one, then of the other (the other first in the next
+// turn), each of `connections` requests in flight, so that each pair is measured side by side as rows
+// expire and the sweeper deletes them. Then the sweeper's rate: `burstRows` rows of a third collection, all past their
 // time, expire at once as its time to live is set, and get-row's latency (of the collection without) is
 // measured before and while they are swept. Prints one JSON line: Measured, the burst's deletions as its
 // rows and requests, get-row's p50 and p99 during the sweep as its own, and `expiry` (ExpiryMeasured).
@@ -71,15 +71,20 @@ const expiredBefore =
     : 0;
 if (Date.now() < firstExpiry) await new Promise((resolve) => setTimeout(resolve, firstExpiry - Date.now()));
 
-// The minute over which a tenth of the rows expire: get-row and list of each, side by side, in turns.
+// The minute over which a tenth of the rows expire: get-row and list of each, side by side, in turns. A
+// turn reads one collection (get-row, then list), then the other, the one first in a turn second in the
+// next, so that neither twin always follows the seeding or the other's reads. And the sweeper's passes,
+// which come every 10 s (ROWBASE_EXPIRY_SWEEP_MS's default) and cost the reads beside them whichever
+// collection they read, fall two windows apart, into both twins of one read: with the twins in adjacent
+// windows every pass of a run fell into the same twin's windows, whichever the run's start made it.
 const reads = { getRow: { expiring: [] as number[], plain: [] as number[] }, list: { expiring: [] as number[], plain: [] as number[] } };
 const rowPath = (name: string) => () => `/v1/collections/${name}/rows/${1 + Math.floor(Math.random() * job.rows)}`;
 const spreadEnd = firstExpiry + job.spreadSeconds * 1000;
-while (Date.now() + 4 * job.windowSeconds * 1000 <= spreadEnd + job.windowSeconds * 1000) {
-  reads.getRow.expiring.push(await rate(rowPath(job.expiring), true));
-  reads.getRow.plain.push(await rate(rowPath(job.plain), false));
-  reads.list.expiring.push(await rate(() => listPath(job.expiring), false));
-  reads.list.plain.push(await rate(() => listPath(job.plain), false));
+for (let turn = 0; Date.now() + 4 * job.windowSeconds * 1000 <= spreadEnd + job.windowSeconds * 1000; turn++) {
+  for (const twin of turn % 2 === 0 ? (['expiring', 'plain'] as const) : (['plain', 'expiring'] as const)) {
+    reads.getRow[twin].push(await rate(rowPath(job[twin]), twin === 'expiring'));
+    reads.list[twin].push(await rate(() => listPath(job[twin]), false));
+  }
 }
 const swept = await sweptBy(job.expiring, job.rows + expiringRows, spreadEnd + 120_000);
 

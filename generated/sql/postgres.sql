@@ -244,8 +244,9 @@ where collection_id = ? and slot = ? and <bounds> and ((select ttl_field from co
     or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = ? and x.id = row_id), true));
 
 -- getRowSql
-select data, collection_id, version from rows
-where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and (rows.expires_at is null or rows.expires_at > ?);
+select r.data, c.id as collection_id, r.version from collections c
+left join rows r on r.collection_id = c.id and r.id = ? and (r.expires_at is null or r.expires_at > ?)
+where c.account_id = ? and c.name = ?;
 
 -- advanceReadingRowSql
 with counters as (update collections

@@ -284,7 +284,7 @@ where collection_id = ? and slot = ? and <bounds> and ((select ttl_field from co
 -- rowsSql
 select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
 cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
-cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and (r.expires_at is null or r.expires_at > j.value ->> 3);
+left join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and (r.expires_at is null or r.expires_at > j.value ->> 3);
 
 -- patchedRowSql
 select r.data, c.id as collection_id, r.version, c.schema_id from rows r join collections c on c.id = r.collection_id

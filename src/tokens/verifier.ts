@@ -3,7 +3,6 @@
 // signed by that issuer's key (the key its `kid` names, of an algorithm the issuer uses) and `exp` and
 // `nbf` hold, within 60 s of skew. jose does the parsing and the checks (RFC 8725's advice: an
 // algorithm list per key, never `none`); this module chooses the key and says why a token is refused.
-import { createHash } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import type { AccountIssuers, Issuer } from '../db/auth/issuers.ts';
 import { ApiError, invalidToken } from '../errors.ts';
@@ -16,6 +15,8 @@ const MAX_TOKEN_LENGTH = 16 * 1024;
 const CLOCK_TOLERANCE_S = 60;
 /** How long a verified token is trusted without verifying it again, at most (and never past its `exp`). */
 const VERIFIED_TTL_MS = 60_000;
+/** The characters of the verified tokens remembered, at most: a token may be up to MAX_TOKEN_LENGTH long. */
+const MAX_REMEMBERED_CHARS = 8 * 1024 * 1024;
 /** The algorithms of issuers with a key set, and of those with a shared secret (RFC 7518 §3.1, RFC 8037). */
 const ASYMMETRIC = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 const SYMMETRIC = ['HS256'];
@@ -36,6 +37,8 @@ export interface TokenVerifierOptions {
   allowPrivate?: boolean;
   /** Verified tokens remembered at most; the oldest go first. Default 10,000. */
   maxTokens?: number;
+  /** Characters of the verified tokens remembered at most, all told; the oldest go first. Default 8 Mi. */
+  maxTokenChars?: number;
   /** Milliseconds since the epoch. Default `Date.now`. */
   clock?: () => number;
   /** Reads issuers' documents. Default a GuardedFetcher of `allowPrivate` (64 KiB, 5 s, no redirect). */
@@ -44,23 +47,28 @@ export interface TokenVerifierOptions {
 
 /**
  * Verifies end users' tokens against their account's issuers. A token verified is remembered, by account
- * and a hash of the token, until the earlier of its `exp` and a minute, so that a client sending it with
+ * and the token's exact text, until the earlier of its `exp` and a minute, so that a client sending it with
  * every request costs one verification a minute; it is verified again as soon as the issuer it was
  * verified with is changed or deleted, which the account's issuers (read at most half a second ago:
  * Store.findIssuers) show every instance within a second.
  */
 export class TokenVerifier {
+  /** By account and the token's exact text (a hash of it cost each request more than the lookup), oldest first. */
   private readonly verified = new Map<string, Verified>();
+  /** The characters of the keys of `verified`, all told. */
+  private rememberedChars = 0;
   private readonly fingerprints = new WeakMap<Issuer, string>();
   private readonly keySets: KeySets;
   private readonly fetcher: GuardedFetcher;
   private readonly clock: () => number;
   private readonly maxTokens: number;
+  private readonly maxTokenChars: number;
 
   constructor(options: TokenVerifierOptions = {}) {
     const allowPrivate = options.allowPrivate ?? false;
     this.clock = options.clock ?? Date.now;
     this.maxTokens = options.maxTokens ?? 10_000;
+    this.maxTokenChars = options.maxTokenChars ?? MAX_REMEMBERED_CHARS;
     this.fetcher = options.fetcher ?? new GuardedFetcher({ allowPrivate });
     this.keySets = new KeySets({ fetcher: this.fetcher, allowPrivate, clock: this.clock });
   }
@@ -69,10 +77,10 @@ export class TokenVerifier {
   async verifyToken(token: string, { accountId, issuers }: AccountIssuers): Promise<Claims> {
     if (token.length > MAX_TOKEN_LENGTH) throw invalidToken(`The token is longer than ${MAX_TOKEN_LENGTH} characters.`);
     const now = this.clock();
-    const cacheKey = `${accountId} ${createHash('sha256').update(token).digest('base64url')}`;
+    const cacheKey = `${accountId} ${token}`;
     const known = this.verified.get(cacheKey);
     if (known && now < known.until && issuers.some((issuer) => this.fingerprintOf(issuer) === known.fingerprint)) return known.claims;
-    if (known) this.verified.delete(cacheKey);
+    if (known) this.forget(cacheKey);
     const issuer = issuerOf(token, issuers);
     const payload = await this.verifyWith(token, issuer, now);
     const claims = deepFreeze(payload) as Claims;
@@ -117,11 +125,17 @@ export class TokenVerifier {
 
   private remember(cacheKey: string, entry: Verified): void {
     if (entry.until <= this.clock()) return;
+    this.forget(cacheKey);
     this.verified.set(cacheKey, entry);
+    this.rememberedChars += cacheKey.length;
     for (const [oldest, { until }] of this.verified) {
-      if (this.verified.size <= this.maxTokens && until > this.clock()) break;
-      this.verified.delete(oldest);
+      if (this.verified.size <= this.maxTokens && this.rememberedChars <= this.maxTokenChars && until > this.clock()) break;
+      this.forget(oldest);
     }
+  }
+
+  private forget(cacheKey: string): void {
+    if (this.verified.delete(cacheKey)) this.rememberedChars -= cacheKey.length;
   }
 
   /** What of an issuer a verification depends on: a token is verified again once any of it changes. */

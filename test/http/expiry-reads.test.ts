@@ -194,6 +194,31 @@ describeEachBackend('rows that expire, on every read path', (backend) => {
     expect(after.seq - before.seq).to.equal(10);
   });
 
+  it('answers a get of an expired row 404 as of a missing row, never of a missing collection, read beside gets of other rows and collections', async () => {
+    const name = await collection();
+    const rows = [{ n: 1 }, { n: 2, expires_at: past }, { n: 3, expires_at: future }];
+    expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+    // Sent together, so that on SQLite they are read in one merged statement.
+    const gets = ['rows/1', 'rows/2', 'rows/3', 'rows/4'].map((row) => client.get<Row>(`/v1/collections/${name}/${row}`));
+    const elsewhere = client.get<Row>('/v1/collections/missing/rows/2');
+    const [one, two, three, four, missing] = await Promise.all([...gets, elsewhere]);
+    expect([one.status, three.status]).to.deep.equal([200, 200]);
+    expect([one.body.n, three.body.n]).to.deep.equal([1, 3]);
+    for (const [answer, id] of [
+      [two, 2],
+      [four, 4],
+    ] as const) {
+      expect(answer.status).to.equal(404);
+      expect(answer.body).to.include({ code: 'not_found', detail: `There is no row ${id} in collection ${name}.` });
+    }
+    expect(missing.status).to.equal(404);
+    expect(missing.body).to.include({ code: 'not_found', detail: 'There is no collection named missing.' });
+    // A patch of the expired row is a 404 of the row alike.
+    const patched = await client.patch(`/v1/collections/${name}/rows/2`, { n: 5 });
+    expect(patched.status).to.equal(404);
+    expect(patched.body).to.include({ detail: `There is no row 2 in collection ${name}.` });
+  });
+
   it('exports the rows that live, counted so in the first line, which an import takes whole (rowbase export, a child process)', async () => {
     const exporter = await server.client('exporter');
     expect((await exporter.post('/v1/collections', { name: 'carts' })).status).to.equal(201);

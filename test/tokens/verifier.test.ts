@@ -404,6 +404,35 @@ describeEachBackend('verifying end users’ tokens', (backend) => {
       expect(await refusal(verify(token))).to.equal('The token is of an issuer the account does not have (its iss).');
     });
 
+    it('by its exact text: a token one character apart from one remembered is verified on its own, and refused', async () => {
+      const token = await signed(rsa);
+      const first = await verify(token);
+      const [header, payload, signature] = token.split('.');
+      // The first character of the signature (the last holds bits base64url pads with).
+      const forged = `${header}.${payload}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`;
+      expect(await refusal(verify(forged))).to.equal("The token's signature does not verify.");
+      expect(await refusal(verify(`${token}.`))).to.equal('The token is no JWT.');
+      expect(await verify(token)).to.equal(first);
+    });
+
+    it('within a budget of characters: past it, the oldest token is forgotten and verified again', async () => {
+      const tokens = await Promise.all([1, 2, 3].map((n) => signed(rsa, { sub: `user-${n}` })));
+      // Room for two of them (each remembered by the account's id and the token), not three.
+      const own = new TokenVerifier({ allowPrivate: true, clock: () => now, maxTokenChars: 2 * tokens[0].length + 20 });
+      try {
+        const [first, second] = [await own.verifyToken(tokens[0], await issuers()), await own.verifyToken(tokens[1], await issuers())];
+        expect(await own.verifyToken(tokens[0], await issuers())).to.equal(first);
+        // The third token's characters put the remembered past the budget: the oldest one remembered goes.
+        await own.verifyToken(tokens[2], await issuers());
+        expect(await own.verifyToken(tokens[1], await issuers())).to.equal(second);
+        const again = await own.verifyToken(tokens[0], await issuers());
+        expect(again).not.to.equal(first);
+        expect(again).to.deep.equal(first);
+      } finally {
+        await own.close();
+      }
+    });
+
     it("apart for each account: another account's issuer of the same iss verifies it again", async () => {
       const token = await signed(rsa);
       await verify(token);

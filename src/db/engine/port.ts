@@ -60,11 +60,8 @@ export interface RowImporter {
 }
 
 /** A row as stored, as a read of it by id answers it. */
-export interface StoredRow {
-  data: string;
-  collection_id: number | string;
-  version: number | string;
-}
+/** A row read by id (RowPort.readRow): its collection's id, and the row's text and version, null when there is no such row. */
+export type ReadRow = { collection_id: number | string } & ({ data: string; version: number | string } | { data: null; version: null });
 
 /**
  * A row read inside a write to be patched, held until the write ends: its collection's id, its
@@ -110,10 +107,12 @@ export interface RowPort {
    */
   insertIn(trx: WriteTx, accountId: number, collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
   /**
-   * The row, read alone (on SQLite merged with the reads of rows beside it); none when it or its
-   * collection is missing, or it does not live at `now` (ms since the epoch, expiryNow(): docs/expiry.md).
+   * The row, read alone (on SQLite merged with the reads of rows beside it): one answer when its
+   * collection exists, its `data` and `version` null when the row is missing or does not live at `now`
+   * (ms since the epoch, expiryNow(): docs/expiry.md); none when the collection is missing. One
+   * statement tells the three apart.
    */
-  readRow(accountId: number, collection: string, rowId: number, now: number): Promise<StoredRow[]>;
+  readRow(accountId: number, collection: string, rowId: number, now: number): Promise<ReadRow[]>;
   /**
    * The row `rowId` read inside `trx` and held until it ends, to be patched: 404 for a missing row or
    * collection, or a row that does not live at `now` (ms since the epoch). `schemaId`: the schema the

@@ -16,7 +16,7 @@ import { patchedFields } from '../../patches/index.ts';
 import { eventRow, rowJson, versionOf } from '../../rows.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, UniqueIndexes, WriteSteps, WriteTx } from '../engine/dialect.ts';
-import type { RowImporter, RowPort, StoredRow } from '../engine/port.ts';
+import type { ReadRow, RowImporter, RowPort } from '../engine/port.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import { announceOnCommit, type WakeUps } from '../engine/wake-ups.ts';
 import { isQueryCanceled } from './errors.ts';
@@ -51,7 +51,7 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
     write: (work) => knex.transaction(work),
     writeSeveral: severalHeld,
     ...postgresInserts(db, steps),
-    readRow: (accountId, collection, rowId, now) => runAlone<StoredRow>(knex, getRowSql, [accountId, collection, rowId, now]),
+    readRow: (accountId, collection, rowId, now) => runAlone<ReadRow>(knex, getRowSql, [rowId, now, accountId, collection]),
     /**
      * The collection's row held, then the row read locked (no other write of it comes between, so
      * concurrent increments all count); written with its event and NOTIFY, re-keyed, and its words set.

@@ -9,7 +9,6 @@ import type { Page } from '../../query/page.ts';
 import { assignable, rowJson, versionOf } from '../../rows.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
-import { collectionSql } from '../engine/sql/reads.ts';
 import { noSuchRow, pageTooLarge, type VersionedRow } from '../rows/rows.ts';
 import type { AggregateResult } from './aggregates.ts';
 import type { Expansion } from './expand.ts';
@@ -20,9 +19,9 @@ import { readRelatedAggregates, readRelatedPage } from './related.ts';
 export async function getRow(db: PagedDialect, accountId: number, collection: string, rowId: number): Promise<VersionedRow> {
   if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
   const [row] = await db.rows.readRow(accountId, collection, rowId, expiryNow());
-  if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
-  const [found] = await db.pages.read(collectionSql, [accountId, collection], 'point');
-  throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
+  if (!row) throw collectionNotFound(collection);
+  if (row.data === null) throw rowNotFound(collection, rowId);
+  return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
 }
 
 /**

@@ -91,7 +91,7 @@ export async function updateRow(
 /** The row as `patch` makes it of the row stored now (none when there is no such row). */
 async function storedPatched(db: Dialect, accountId: number, collection: string, rowId: number, patch: Patch): Promise<WrittenRow[]> {
   const [stored] = await db.rows.readRow(accountId, collection, rowId, expiryNow());
-  return stored ? [{ id: rowId, fields: applyPatch(patch, JSON.parse(stored.data), rowId) }] : [];
+  return stored?.data ? [{ id: rowId, fields: applyPatch(patch, JSON.parse(stored.data), rowId) }] : [];
 }
 
 /**

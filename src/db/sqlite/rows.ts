@@ -10,7 +10,7 @@ import { rowJson, versionOf } from '../../rows.ts';
 import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.ts';
 import { StaleSchema } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
-import type { Fields, FirstInserted, RowImporter, RowPort, StoredRow, VersionedRow } from '../engine/port.ts';
+import type { Fields, FirstInserted, ReadRow, RowImporter, RowPort, VersionedRow } from '../engine/port.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
 import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
@@ -78,7 +78,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
         inserts.map((texts) => ({ texts })),
       ),
     // No async step of its own: every get-row comes through here.
-    readRow: (accountId, collection, rowId, now) => readMerged<StoredRow>(rowsSql, [accountId, collection, rowId, now]),
+    readRow: (accountId, collection, rowId, now) => readMerged<ReadRow>(rowsSql, [accountId, collection, rowId, now]),
     // Read on the writer, which no other write comes between the read and the patch.
     async readToPatch(trx, accountId, collection, rowId, schemaId, now) {
       const [stored] = await writer.inTransaction<HeldRow>(trx, patchedRowSql, [accountId, collection, rowId, now]);

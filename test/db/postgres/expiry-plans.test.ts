@@ -4,7 +4,7 @@
 // would build whole on each read.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
-import { sortedPage } from '../../../src/db/postgres/sql/reads.ts';
+import { getRowSql, sortedPage } from '../../../src/db/postgres/sql/reads.ts';
 import { createDatabase, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 
 describe('a page of a collection with a time to live, planned by PostgreSQL', () => {
@@ -23,45 +23,67 @@ describe('a page of a collection with a time to live, planned by PostgreSQL', ()
     await database?.drop();
   });
 
-  // As in a database in service: the statistics were taken while `rows` held only rows that never
-  // expire; then a collection of 1,000 rows, a tenth of them with an expiry, and its sort index on score.
-  it("looks each key's row up by its primary key, in the generic plan its named statement gets", async () => {
+  /** A collection of `rows` rows, a tenth of them with an expiry when `ttl`, and its sort index on score: its id. */
+  async function fill(name: string, rows: number, ttl: boolean): Promise<number> {
     const { knex } = store;
     const { id: accountId } = await knex('accounts').where({ name: 'reader' }).first('id');
-    const fill = async (name: string, rows: number, ttl: boolean) => {
-      const [{ id }] = await knex('collections')
-        .insert({
-          account_id: accountId,
-          name,
-          created_at: new Date().toISOString(),
-          sorted: '["score"]',
-          ttl_field: ttl ? 'expires_at' : null,
-        })
-        .returning('id');
-      await knex.raw(
-        `insert into rows (collection_id, id, data, expires_at)
-          select ?, g, '{"score":' || (g * 7919 % 1000) || '}', case when ? and g % 10 = 0 then g end from generate_series(1, ?) g`,
-        [id, ttl, rows],
-      );
-      await knex.raw('insert into sort_keys select ?, 0, g, 1, g * 7919 % 1000, null from generate_series(1, ?) g', [id, rows]);
-      return Number(id);
-    };
-    await fill('lasting', 100, false);
-    await knex.raw('analyze rows; analyze sort_keys');
-    const expiring = await fill('expiring', 1000, true);
-    const { sql } = sortedPage(expiring, 0, 'desc', 'present', 50, 0, 500);
+    const [{ id }] = await knex('collections')
+      .insert({
+        account_id: accountId,
+        name,
+        created_at: new Date().toISOString(),
+        sorted: '["score"]',
+        ttl_field: ttl ? 'expires_at' : null,
+      })
+      .returning('id');
+    await knex.raw(
+      `insert into rows (collection_id, id, data, expires_at)
+        select ?, g, '{"score":' || (g * 7919 % 1000) || '}', case when ? and g % 10 = 0 then g end from generate_series(1, ?) g`,
+      [id, ttl, rows],
+    );
+    await knex.raw('insert into sort_keys select ?, 0, g, 1, g * 7919 % 1000, null from generate_series(1, ?) g', [id, rows]);
+    return Number(id);
+  }
+
+  /** The generic plan of `sql` (as a named statement gets after five runs), its parameters of `types`, run with `values`. */
+  async function genericPlan(sql: string, types: string, values: string): Promise<string> {
+    const { knex } = store;
     const connection = await knex.client.acquireConnection();
     try {
       await connection.query('set plan_cache_mode = force_generic_plan');
-      await connection.query(`prepare page (integer, integer, integer, bigint, integer) as ${sql}`);
-      const { rows } = await connection.query(`explain execute page (${expiring}, 0, 50, 500, 0)`);
-      const plan = rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
-      expect(plan).to.match(/Index Scan using rows_pkey on rows x/);
-      expect(plan).not.to.include('hashed SubPlan');
-      expect(plan).not.to.include('rows_expiry');
+      await connection.query(`prepare planned (${types}) as ${sql}`);
+      const { rows } = await connection.query(`explain execute planned (${values})`);
+      return rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
     } finally {
-      await connection.query('deallocate page; reset plan_cache_mode');
+      await connection.query('deallocate planned; reset plan_cache_mode');
       await knex.client.releaseConnection(connection);
     }
+  }
+
+  // As in a database in service: the statistics were taken while `rows` held only rows that never
+  // expire; then a collection of 1,000 rows, a tenth of them with an expiry, and its sort index on score.
+  it("looks each key's row up by its primary key, in the generic plan its named statement gets", async () => {
+    await fill('lasting', 100, false);
+    await store.knex.raw('analyze rows; analyze sort_keys');
+    const expiring = await fill('expiring', 1000, true);
+    const { sql } = sortedPage(expiring, 0, 'desc', 'present', 50, 0, 500);
+    const plan = await genericPlan(sql, 'integer, integer, integer, bigint, integer', `${expiring}, 0, 50, 500, 0`);
+    expect(plan).to.match(/Index Scan using rows_pkey on rows x/);
+    expect(plan).not.to.include('hashed SubPlan');
+    expect(plan).not.to.include('rows_expiry');
+  });
+
+  // A get-row tells a missing row from a missing collection in its one statement: the collection by its
+  // name, then the row by both columns of the primary key, under the same stale statistics.
+  it('reads a row by id, and its collection, each by its key in one statement', async () => {
+    await fill('lasting', 100, false);
+    await store.knex.raw('analyze rows; analyze sort_keys');
+    await fill('expiring', 1000, true);
+    let n = 0;
+    const sql = getRowSql.replaceAll('?', () => `$${++n}`);
+    const plan = await genericPlan(sql, 'integer, bigint, integer, text', "10, 500, 1, 'expiring'");
+    expect(plan).to.match(/Index Scan using rows_pkey on rows r .*\n\s+Index Cond: \(\(collection_id = c\.id\) AND \(id = \$1\)\)/);
+    expect(plan).to.match(/Index Scan using \w+ on collections c/);
+    expect(plan).not.to.include('Seq Scan');
   });
 });

@@ -26,9 +26,14 @@ const pageJsonSql = (order: string) =>
 const versionedPageJsonSql = (order: string) =>
   `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${versionedRowJsonWith('substr(data, 2)')}, ',' order by ${order}) end`;
 
-/** The row by collection and id, the collection found by account and name in the same statement, if it lives at `?` (ms since the epoch). */
-export const getRowSql = `select data, collection_id, version from rows
-  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and ${liveRowText('rows')}`;
+/**
+ * The row `?` if it lives at `?` (ms since the epoch), of the collection found by account `?` and name
+ * `?` in the same statement: one row when the collection exists, its `data` and `version` null when the
+ * row is missing or expired; none when the collection is missing. A 404 needs no second statement.
+ */
+export const getRowSql = `select r.data, c.id as collection_id, r.version from collections c
+  left join rows r on r.collection_id = c.id and r.id = ? and ${liveRowText('r')}
+  where c.account_id = ? and c.name = ?`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Each

@@ -62,12 +62,14 @@ function field(name: string) {
 
 /**
  * Row reads merged (readers.ts, readMerged): `?` is `[[account id, collection, row id, now], …]`, each row
- * read if it lives at its read's `now` (ms since the epoch). CROSS JOIN keeps SQLite's planner from
- * reading collections first: each read is two primary key lookups.
+ * read if it lives at its read's `now` (ms since the epoch). One answer a read whose collection exists,
+ * its `data` and `version` null when the row is missing or expired; none when the collection is missing.
+ * CROSS JOIN keeps SQLite's planner from reading collections first, and a LEFT JOIN is read in the
+ * order written: each read is two primary key lookups.
  */
 export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
   cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
-  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and ${liveRowText('r', 'j.value ->> 3')}`;
+  left join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and ${liveRowText('r', 'j.value ->> 3')}`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts): `seq`
