@@ -211,7 +211,9 @@ export function compared(
   for (const schemas of documents.map(schemasOf)) {
     for (const name of expansions) if (schemas[name] !== undefined) schemas[name] = byName(schemas[name]);
   }
-  if (documents.every((document) => reachOf(kind, document, changed) <= MAX_REACHED)) return documents;
+  // Counted over `was` and `will`, whose parts' `$ref`s are known already (refsOfPart), the expansions' not followed.
+  const unfollowed = new Set([...expansions].map((name) => `schemas/${name}`));
+  if ([was, will].every((document) => reachOf(kind, document, changed, unfollowed) <= MAX_REACHED)) return documents;
   for (const document of documents) {
     for (const entries of Object.values(sectionsOf(kind, document))) {
       for (const [name, value] of Object.entries(entries ?? {})) (entries as Record<string, unknown>)[name] = byName(value);
@@ -230,10 +232,10 @@ function byName(value: unknown): unknown {
 /**
  * How many places api-smart-diff reaches the components `changed` of `document` at: a component once as
  * itself, and once for each way to it through `$ref`s from the paths and from the components that reach
- * it, a `$ref` back to one already on the way not followed (neither does api-smart-diff follow those).
- * Counted up to MAX_REACHED and a little past.
+ * it (but those of the components `unfollowed`, compared by name), a `$ref` back to one already on the way
+ * not followed (neither does api-smart-diff follow those). Counted up to MAX_REACHED and a little past.
  */
-function reachOf(kind: ContractKind, document: object, changed: ReadonlySet<string>): number {
+function reachOf(kind: ContractKind, document: object, changed: ReadonlySet<string>, unfollowed: ReadonlySet<string>): number {
   const entries = new Map<string, number>();
   const namers = new Map<string, Map<string, number>>();
   for (const item of Object.values((document as Paths).paths ?? {}))
@@ -242,6 +244,7 @@ function reachOf(kind: ContractKind, document: object, changed: ReadonlySet<stri
     for (const [name, value] of Object.entries(parts ?? {})) {
       const key = `${section}/${name}`;
       entries.set(key, (entries.get(key) ?? 0) + 1);
+      if (unfollowed.has(key)) continue;
       for (const [target, times] of refsOfPart(kind, value)) namers.set(target, (namers.get(target) ?? new Map()).set(key, times));
     }
   }

@@ -113,7 +113,8 @@ export async function createIndexIn(
   const [stored] = await db.run<{ id: number | string }>(trx, insertIndexSql, [id, JSON.stringify(fields), unique ? 1 : 0, search ? 1 : 0]);
   if (search) await makeSearchIndex(db, trx, { collectionId: id, fields });
   if (unique) {
-    const duplicates = await duplicatesOf(db, trx, id, fields);
+    // A collection that never took a row (its last row id 0) holds none to share values.
+    const duplicates = lastRowId > 0 ? await duplicatesOf(db, trx, id, fields) : [];
     if (duplicates.length > 0) {
       throw new ApiError(
         'unique_conflict',

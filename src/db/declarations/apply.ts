@@ -20,7 +20,7 @@ import type { PagedDialect } from '../engine/read-port.ts';
 import { lockAccountSql } from '../engine/sql/collections.ts';
 import { setSortedOfNameSql } from '../engine/sql/declarations.ts';
 import { deleteTtlIn, putTtlIn } from '../expiry/ttl.ts';
-import { deleteRelationIn, putRelationIn, type RelationDeclaration } from '../relations/relations.ts';
+import { deleteRelationIn, putRelationIn, type RelationBatch, type RelationDeclaration, relinkBatch } from '../relations/relations.ts';
 import { deleteRulesIn, putRulesIn } from '../rules/rules.ts';
 import { createWebhookIn, deleteWebhookIn, updateWebhookIn, type WebhookSettings } from '../webhooks/settings.ts';
 import { type LiveAccount, readLive } from './live.ts';
@@ -72,8 +72,10 @@ export async function applyDeclaration(
       // Read once held: what another apply committed meanwhile is what this one is checked against.
       const live = await readLive((sql, params) => db.run(trx, sql, params), db.codePointOrder, accountId);
       const steps = await decide(live);
+      const batch: RelationBatch = { made: madeBy(steps), relinked: new Set() };
       for (const step of steps)
-        await runStep(db, trx, after, accountId, step, limits).catch((error) => Promise.reject(placed(error, step)));
+        await runStep(db, trx, after, accountId, step, limits, batch).catch((error) => Promise.reject(placed(error, step)));
+      await relinkBatch(db, trx, after, accountId, batch);
       await sortNewCollections(db, trx, accountId, steps);
       return steps;
     }),
@@ -104,13 +106,16 @@ export function sortedFieldsOf(steps: readonly Step[]): Map<string, Set<string>>
  * still are, they were most of an apply of a hundred new collections on PostgreSQL.)
  */
 async function sortNewCollections(db: PagedDialect, trx: WriteTx, accountId: number, steps: readonly Step[]): Promise<void> {
-  const made = new Set(steps.flatMap((step) => (step.do === 'createCollection' ? [step.collection] : [])));
+  const made = madeBy(steps);
   for (const [collection, fields] of sortedFieldsOf(steps)) {
     if (!made.has(collection)) continue;
     const sorted = [...fields].slice(0, db.pages.sortIndexes.max);
     await db.run(trx, setSortedOfNameSql, [JSON.stringify(sorted), accountId, collection]);
   }
 }
+
+/** The collections the steps make. */
+const madeBy = (steps: readonly Step[]) => new Set(steps.flatMap((step) => (step.do === 'createCollection' ? [step.collection] : [])));
 
 /**
  * The refusal of an area's operation as the refusal of the declaration: its detail led by the place of what
@@ -133,6 +138,7 @@ async function runStep(
   accountId: number,
   step: Step,
   limits: ApplyLimits,
+  batch: RelationBatch,
 ): Promise<void> {
   switch (step.do) {
     case 'deleteWebhook':
@@ -158,7 +164,7 @@ async function runStep(
     case 'createIndex':
       return void (await createIndexIn(db, trx, accountId, step.collection, step.fields, step.unique, step.search));
     case 'putRelation':
-      return void (await putRelationIn(db, trx, after, accountId, step.collection, step.name, step.declaration));
+      return void (await putRelationIn(db, trx, after, accountId, step.collection, step.name, step.declaration, batch));
     case 'putRules':
       return putRulesIn(db, trx, accountId, step.collection, step.rules);
     case 'putTtl':

@@ -118,7 +118,21 @@ export async function putRelation(
   return relation;
 }
 
-/** putRelation() inside the write `trx`; the schema ids of the collections it joins are noted after the commit (`after`). */
+/**
+ * The relations an apply declares (../declarations/apply.ts), as putRelationIn() takes them: `made`, the
+ * collections the apply made, which hold no row (so no row names a missing one); `relinked`, the ids of the
+ * collections whose links it gives a schema row anew once, at its end (relinkBatch), rather than at each
+ * relation, where two new relations of a collection gave it two.
+ */
+export interface RelationBatch {
+  made: ReadonlySet<string>;
+  relinked: Set<number>;
+}
+
+/**
+ * putRelation() inside the write `trx`; the schema ids of the collections it joins are noted after the
+ * commit (`after`). Within an apply's `batch`, their links are refreshed by relinkBatch().
+ */
 export async function putRelationIn(
   db: Dialect,
   trx: WriteTx,
@@ -127,6 +141,7 @@ export async function putRelationIn(
   collection: string,
   name: string,
   declaration: RelationDeclaration,
+  batch?: RelationBatch,
 ): Promise<Relation> {
   const onDelete = declaration.on_delete ?? 'restrict';
   const reverse = declaration.reverse ?? null;
@@ -160,12 +175,21 @@ export async function putRelationIn(
   };
   refuseClashes(others, declared);
   if (onDelete === 'restrict') await refuseRestrictOnExpiring(db, trx, target, declared.targetName);
-  await refuseMissing(db, trx, declared);
+  if (!batch?.made.has(collection)) await refuseMissing(db, trx, declared);
   if (replaced) await db.run(trx, deleteRelationSql, [source, name]);
   await db.run(trx, insertRelationSql, [source, name, declared.field, target, onDelete, reverse, new Date().toISOString()]);
-  for (const id of new Set([source, target, replaced?.target ?? source])) noteLinks(db, after, accountId, await refreshLinks(db, trx, id));
+  for (const id of new Set([source, target, replaced?.target ?? source])) {
+    if (batch) batch.relinked.add(id);
+    else noteLinks(db, after, accountId, await refreshLinks(db, trx, id));
+  }
   const [shown] = shownRelations({ out: [declared], in: [] });
   return shown;
+}
+
+/** The links of the collections of an apply's `batch` (putRelationIn) given a schema row anew, each once; noted after the commit. */
+export async function relinkBatch(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, batch: RelationBatch): Promise<void> {
+  for (const id of batch.relinked) noteLinks(db, after, accountId, await refreshLinks(db, trx, id));
+  batch.relinked.clear();
 }
 
 /** Notes after the commit the schema id refreshLinks() gave a collection. */
