@@ -49,11 +49,18 @@ export function keysSql(name: string, ids = idRange, replace = false) {
  * value's text is then jsonb's, in which an object's fields are in jsonb's order. `data` is SQL of the
  * row's text, named once; `fields` SQL of jsonb or of its text.
  */
-const uniqueKey = (data: string, fields: string) => `(select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-      then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+const uniqueKey = (data: string, fields: string) => `(select ${keyOf('d')}
     from (select case when strpos(t, '\\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else ${jsonbOf('t')} end as d
         from (select (${data})::text as t offset 0) stored offset 0) keyed,
-      jsonb_array_elements_text((${fields})::jsonb) with ordinality as x(f, n))`;
+      ${fieldsOf(fields)})`;
+
+/** The key of the jsonb `document` by the fields `x.f` in order `x.n` (fieldsOf()). */
+const keyOf = (document: string) => `case when count(*) = count(nullif(${document} -> x.f, 'null'::jsonb))
+      then md5(jsonb_agg(${document} -> x.f order by x.n)::text) end`;
+const fieldsOf = (fields: string) => `jsonb_array_elements_text((${fields})::jsonb) with ordinality as x(f, n)`;
+
+/** uniqueKey() of a row read as jsonb already (SQL `document`, as jsonbOf() reads it): an insert's, which its sort keys read too. */
+export const parsedUniqueKey = (document: string, fields: string) => `(select ${keyOf(document)} from ${fieldsOf(fields)})`;
 
 export const uniqueKeySql: UniqueKeySql = {
   key: uniqueKey,
