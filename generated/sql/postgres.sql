@@ -652,6 +652,10 @@ with counters as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
       from batch
+), parsed as (
+  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
@@ -661,19 +665,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
-    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
-  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
-      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
-    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
 
@@ -699,6 +698,10 @@ with keys as materialized (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
       from batch
+), parsed as (
+  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
@@ -708,19 +711,14 @@ with keys as materialized (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
-    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
-  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
-      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
-    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
 ), bodies as (
   select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
@@ -755,6 +753,10 @@ with counters as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
       from batch
+), parsed as (
+  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
@@ -764,19 +766,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
-    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
-  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
-      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
-    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
 ), named as (
   select r.id
     from counters c
@@ -805,6 +802,10 @@ with counters as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
       from batch
+), parsed as (
+  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
@@ -814,19 +815,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
-    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
-  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
-      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
-    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
 
@@ -852,6 +848,10 @@ with keys as materialized (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
       from batch
+), parsed as (
+  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
@@ -861,19 +861,14 @@ with keys as materialized (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
-    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
-  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
-      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
-    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
 ), bodies as (
   select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
@@ -908,6 +903,10 @@ with counters as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
       from batch
+), parsed as (
+  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
@@ -917,19 +916,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
-    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
-  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
-      from (select (k.data)::text as t offset 0) stored offset 0) keyed,
-    jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
+    select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
 ), worded as (
   insert into search_rows (collection_id, row_id, words)
     select collection_id, id, coalesce((select string_agg('''' || collection_id || '_' || w || ''':' || least(at, 16383), ' ')

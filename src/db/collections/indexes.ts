@@ -2,7 +2,8 @@
 // index keeps a key of each row of its collection in `unique_keys` (the dialect's UniqueKeySql: its
 // fields' values as one text, null when one is missing or null), which one index of the database, made
 // once (migration 0027_unique_keys), keeps unique per index: whatever writes a row writes its keys in
-// the same statement, and of concurrent writers of one value exactly one wins. A collection's unique
+// the same statement, and of concurrent writers of one value exactly one wins; a row's keys are deleted
+// with it (SQLite: a foreign key; PostgreSQL: a statement trigger of `rows`, migration 0029). A collection's unique
 // indexes are `uniques` of its row, which every write reads under the row's lock (advance()), as it
 // reads `sorted`. Declaring one keys the collection's rows alone: no other collection's rows are read,
 // nor their writes held. Every index, unique or not, also makes a sort index of each of its fields

@@ -12,6 +12,7 @@ type OwnStep =
   | '0023_postgres_relation_missing'
   | '0025_row_expiry_triggers'
   | '0026_row_expiry_in_writes'
+  | '0029_postgres_keys_go_with_rows'
   | '0013_sqlite_answers_pruned_oldest_first';
 
 /** What a dialect changes of the migrations. */
@@ -483,6 +484,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       await knex.schema.dropTable('expiry_clock');
     },
   },
+  '0029_postgres_keys_go_with_rows': schema.own['0029_postgres_keys_go_with_rows'] ?? unchanged,
 });
 
 /** The name of the database's index that a unique index was before 0027_unique_keys, by its id. */

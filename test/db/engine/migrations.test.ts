@@ -422,3 +422,39 @@ describeEachBackend('migration 0027_unique_keys', (backend) => {
     }
   });
 });
+
+describe('migration 0029_postgres_keys_go_with_rows', () => {
+  before(async function () {
+    await skipWithoutPostgres(this);
+  });
+
+  it("drops unique_keys' foreign key to rows, deletes a deleted row's keys by a trigger, and going back keys by the foreign key again", async () => {
+    const { database, knex } = await migratedBefore('postgres', '0029');
+    const foreignKeys = async () =>
+      (await knex.raw("select count(*)::int as n from pg_constraint where conrelid = 'unique_keys'::regclass and contype = 'f'")).rows[0].n;
+    try {
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
+      const { id: accountId } = await knex('accounts').first('id');
+      await knex('collections').insert({ account_id: accountId, name: 'people', created_at: '2026-01-01T00:00:00.000Z' });
+      const { id } = await knex('collections').first('id');
+      await knex('rows').insert([1, 2, 3].map((n) => ({ collection_id: id, id: n, data: '{}', version: n })));
+      await knex('unique_keys').insert([1, 2, 3].map((n) => ({ collection_id: id, row_id: n, index_id: 1, key: `k${n}` })));
+      expect(await foreignKeys()).to.equal(1);
+      await knex.migrate.up({ migrationSource: migrationSource(postgresSchema) });
+      expect(await foreignKeys()).to.equal(0);
+      await knex('rows').where({ collection_id: id, id: 1 }).delete();
+      expect(
+        (await knex('unique_keys').orderBy('row_id').select('row_id')).map((key: { row_id: string }) => Number(key.row_id)),
+      ).to.deep.equal([2, 3]);
+      // A key with no row (none is written so) is deleted going back, which the foreign key would refuse.
+      await knex('unique_keys').insert({ collection_id: id, row_id: 9, index_id: 1, key: 'k9' });
+      await knex.migrate.down({ migrationSource: migrationSource(postgresSchema) });
+      expect(await foreignKeys()).to.equal(1);
+      await knex('rows').where({ collection_id: id, id: 2 }).delete();
+      expect((await knex('unique_keys').select('row_id')).map((key: { row_id: string }) => Number(key.row_id))).to.deep.equal([3]);
+    } finally {
+      await knex.destroy();
+      await database.drop();
+    }
+  });
+});

@@ -49,11 +49,18 @@ export function keysSql(name: string, ids = idRange, replace = false) {
  * value's text is then jsonb's, in which an object's fields are in jsonb's order. `data` is SQL of the
  * row's text, named once; `fields` SQL of jsonb or of its text.
  */
-const uniqueKey = (data: string, fields: string) => `(select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
-      then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+const uniqueKey = (data: string, fields: string) => `(select ${keyOf('d')}
     from (select case when strpos(t, '\\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else ${jsonbOf('t')} end as d
         from (select (${data})::text as t offset 0) stored offset 0) keyed,
-      jsonb_array_elements_text((${fields})::jsonb) with ordinality as x(f, n))`;
+      ${fieldsOf(fields)})`;
+
+/** The key of the jsonb `document` by the fields `x.f` in order `x.n` (fieldsOf()). */
+const keyOf = (document: string) => `case when count(*) = count(nullif(${document} -> x.f, 'null'::jsonb))
+      then md5(jsonb_agg(${document} -> x.f order by x.n)::text) end`;
+const fieldsOf = (fields: string) => `jsonb_array_elements_text((${fields})::jsonb) with ordinality as x(f, n)`;
+
+/** uniqueKey() of a row read as jsonb already (SQL `document`, as jsonbOf() reads it): an insert's, which its sort keys read too. */
+export const parsedUniqueKey = (document: string, fields: string) => `(select ${keyOf(document)} from ${fieldsOf(fields)})`;
 
 export const uniqueKeySql: UniqueKeySql = {
   key: uniqueKey,
@@ -71,3 +78,29 @@ export const rekeyUniqueSql = `insert into unique_keys (collection_id, row_id, i
     from jsonb_array_elements(?::jsonb) as u(value), rows r
     where r.collection_id = ? and r.${idList}
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where unique_keys.key is distinct from excluded.key`;
+
+/**
+ * A row's unique keys go with it by a statement trigger of `rows` (migration 0029), where a foreign key
+ * from `unique_keys` to `rows` checked each key's row as it was written, a lookup and a row lock a key:
+ * every delete of rows (one, by filter, a cascade's, the sweeper's, a collection's) deletes their keys
+ * once it ends, from the rows it deleted. Each up statement, then each down one.
+ */
+export const keysGoWithRowsSql = {
+  up: [
+    'alter table unique_keys drop constraint if exists unique_keys_collection_id_row_id_fkey',
+    `create or replace function rowbase_unkey_deleted_rows() returns trigger language plpgsql as $$
+      begin
+        delete from unique_keys k using deleted d where k.collection_id = d.collection_id and k.row_id = d.id;
+        return null;
+      end $$`,
+    `create trigger rows_unkeyed after delete on rows referencing old table as deleted
+      for each statement execute function rowbase_unkey_deleted_rows()`,
+  ],
+  down: [
+    'drop trigger if exists rows_unkeyed on rows',
+    'drop function if exists rowbase_unkey_deleted_rows()',
+    'delete from unique_keys k where not exists (select from rows r where r.collection_id = k.collection_id and r.id = k.row_id)',
+    `alter table unique_keys add constraint unique_keys_collection_id_row_id_fkey
+      foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade`,
+  ],
+} as const;

@@ -2,8 +2,8 @@
 // writes every statement, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
 import { liveRowText } from '../../engine/sql/expiry.ts';
-import { jsonbOf } from '../jsonb.ts';
-import { keyColumns, uniqueKeySql } from './collections.ts';
+import { document, jsonbOf } from '../jsonb.ts';
+import { keyColumns, parsedUniqueKey } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -229,18 +229,20 @@ function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, aft
     insert into events (collection_id, seq, type, row_id, row, at)
       select collection_id, seq, 'insert', id, ${rowJsonSql}, at
         from batch
+  ), parsed as (
+    select b.collection_id, b.id, ${document('b').sql} as j from batch b
   ), keyed as (
     insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
         from counters c,
           jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
-          lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
+          lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
   ), uniqued as (
     insert into unique_keys (collection_id, row_id, index_id, key)
-      select k.collection_id, k.id, (u.value ->> 0)::integer, ${uniqueKeySql.key('k.data', 'u.value -> 1')}
+      select k.collection_id, k.id, (u.value ->> 0)::integer, ${parsedUniqueKey('k.j', 'u.value -> 1')}
         from counters c,
           jsonb_array_elements(c.uniques::jsonb) as u(value),
-          lateral (select b.collection_id, b.id, b.data from batch b offset 0) k
+          lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
   )${after}
   ${answer}`;
 }
