@@ -74,6 +74,12 @@ export interface Dialect {
   ackStreamsSql: string;
   /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
   query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
+  /**
+   * query(), for a statement of the service's own text that runs again and again (the webhooks'
+   * acknowledgements): prepared once per connection and kept, where query() has the database parse and
+   * plan it anew each time.
+   */
+  queryKept<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */
   announce(trx: WriteTx, collectionId: number): Promise<void>;
   /**

@@ -75,6 +75,8 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     },
     // Knex's one connection, after the writes queued before: a read sees them.
     query: async (sql, params) => (await knex.raw(sql, params)) as never,
+    // The same connection, when Knex's pool lends it, with the writer's statements (writer.ts).
+    queryKept: (sql, params) => writer.alone(knex, sql, params),
     // On the read-only connection of point reads, which sees every write committed before it begins.
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     pruneOnceSql,

@@ -2,6 +2,7 @@
 // (../engine/grouping.ts, GroupedWrites), and the statements each connection prepares once and reuses
 // (StatementCache): Knex has node-sqlite3 prepare and finalize a new statement for every query, which
 // costs more than running it.
+import type { Knex } from 'knex';
 import type sqlite3 from 'sqlite3';
 import type { SqlValue, WriteTx } from '../engine/dialect.ts';
 import { DatabaseClosedError } from '../engine/errors.ts';
@@ -26,12 +27,30 @@ export class SqliteWriter {
     const connection = (await trx.client.acquireConnection()) as sqlite3.Database;
     if (once)
       return new Promise((resolve, reject) => connection.all(sql, params, (error, rows) => (error ? reject(error) : resolve(rows as T[]))));
+    return this.cacheOf(connection).all<T>(sql, params);
+  }
+
+  /**
+   * Runs `sql` on its own, as Knex's raw() would, on the connection when Knex's pool lends it (after
+   * the writer's queue lets it go), with its kept statement.
+   */
+  async alone<T>(knex: Knex, sql: string, params: SqlValue[]): Promise<T[]> {
+    if (this.closed) throw new DatabaseClosedError();
+    const connection = (await knex.client.acquireConnection()) as sqlite3.Database;
+    try {
+      return await this.cacheOf(connection).all<T>(sql, params);
+    } finally {
+      await knex.client.releaseConnection(connection);
+    }
+  }
+
+  private cacheOf(connection: sqlite3.Database): StatementCache {
     let cache = this.caches.get(connection);
     if (!cache) {
       cache = new StatementCache(connection);
       this.caches.set(connection, cache);
     }
-    return cache.all<T>(sql, params);
+    return cache;
   }
 
   /** Finalizes the writer's statements, after the runs under way; Knex closes its connection after this. */

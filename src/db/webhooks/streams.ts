@@ -137,7 +137,7 @@ async function ackAll(db: Dialect, group: Ack[]): Promise<boolean[]> {
     attempt ? attemptValues(stream.webhookId, attempt).slice(1) : null,
   ]);
   const held = group.map(() => false);
-  for (const row of await db.query<{ i: number | string; held: boolean | number }>(db.ackStreamsSql, [JSON.stringify(values)])) {
+  for (const row of await db.queryKept<{ i: number | string; held: boolean | number }>(db.ackStreamsSql, [JSON.stringify(values)])) {
     if (row.held) held[Number(row.i)] = true;
   }
   return held;

@@ -21,11 +21,18 @@ export const claimStreamsSql = `with due as (select s.webhook_id, s.collection_i
  * webhook_id, or null for none) of each stream it held: the two statements of an acknowledgement, for
  * a whole group, as one statement that commits on its own. Answers `i` (the place, from 0) and `held`
  * of each acknowledgement whose owner held its stream.
+ *
+ * Committed without waiting for its WAL flush (synchronous_commit off, for this statement's transaction
+ * alone): visible at once and kept through a crash of the service (kill -9), but a crash of PostgreSQL
+ * or of its host may lose the last few hundred ms of acknowledgements, whose changes are then sent
+ * again, in order, with the same webhook-id: the durability SQLite's writer has (synchronous=NORMAL),
+ * and at least once holds. A stream's next change waits for this commit; a flush each put a disk's
+ * sync in the way of every stream's every delivery.
  */
 export const ackStreamsSql = `with acks as (
     select (a ->> 0)::integer as webhook_id, (a ->> 1)::integer as collection_id, a ->> 2 as owner, (a ->> 3)::bigint as seq,
       a ->> 4 as lease_until, a -> 5 as attempt, i - 1 as i
-    from json_array_elements(?::json) with ordinality as x(a, i)
+    from json_array_elements(?::json) with ordinality as x(a, i), (select set_config('synchronous_commit', 'off', true)) as unflushed
   ), acked as (
     update webhook_streams s set acked_seq = acks.seq, attempt = 0, failing_since = null, lease_until = acks.lease_until
       from acks where s.webhook_id = acks.webhook_id and s.collection_id = acks.collection_id and s.lease_owner = acks.owner
