@@ -131,7 +131,10 @@ describeEachBackend('reads through relations', (backend) => {
     await collections('writers', 'novels');
     expect((await client.post('/v1/collections/writers/rows', [{ step: 0 }, { step: 0 }])).status).to.equal(201);
     const novels = 8;
-    const stored = await client.post('/v1/collections/novels/rows', Array.from({ length: novels }, () => ({ author_id: 1, step: 0 })));
+    const stored = await client.post(
+      '/v1/collections/novels/rows',
+      Array.from({ length: novels }, () => ({ author_id: 1, step: 0 })),
+    );
     expect(stored.status).to.equal(201);
     await relate('novels', 'author', { field: 'author_id', collection: 'writers', reverse: 'novels' });
     let moving = true;
@@ -141,7 +144,12 @@ describeEachBackend('reads through relations', (backend) => {
           const to = step % 2 === 0 ? 1 : 2;
           const operations = [
             ...[1, 2].map((id) => ({ op: 'update', collection: 'writers', id, patch: { step } })),
-            ...Array.from({ length: novels }, (_, index) => ({ op: 'update', collection: 'novels', id: index + 1, patch: { author_id: to, step } })),
+            ...Array.from({ length: novels }, (_, index) => ({
+              op: 'update',
+              collection: 'novels',
+              id: index + 1,
+              patch: { author_id: to, step },
+            })),
           ];
           const batch = await client.post('/v1/batch', { operations });
           expect(batch.status, batch.text).to.equal(200);

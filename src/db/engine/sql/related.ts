@@ -95,8 +95,10 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
   }
   const filtered = where ? sql` and (${where})` : raw('');
   const fence = raw(ordersRelated(order) ? ` ${json.fence}` : '');
-  const seq = keysSeq ? sql`
-    union all select 0, ${keysSeq}, null` : raw('');
+  const seq = keysSeq
+    ? sql`
+    union all select 0, ${keysSeq}, null`
+    : raw('');
   // Numbered, cut, then sorted by key and number, so that each key's rows come to its group in their order.
   return sql`select k, count(*) as n, ${raw(json.rows(joined))} as json
     from (select * from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
