@@ -1,5 +1,5 @@
 // Expanded rows (openapi.yaml, `expand`; docs/relations.md): the rows related to those of a page, read in
-// the page's own snapshot (related.ts), each set in the top-level member EXPANDED of the row it is related to: a
+// the page's own snapshot, or after it as one would read them (related.ts, expandedAlone), each set in the top-level member EXPANDED of the row it is related to: a
 // to-one relation's row (or null), a to-many relation's rows (at most its limit; `$cut` names those cut
 // short). Each relation of a level is one statement for the whole page (../engine/sql/related.ts): a
 // to-one's rows by their ids, a to-many's through the relation field's sort index, at most its limit and
