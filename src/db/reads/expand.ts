@@ -207,7 +207,7 @@ async function readLevel(
   }
   let chars = 0;
   for (const part of parts) {
-    if (at && Number(part.k) === 0) {
+    if (at && part.k !== null && Number(part.k) === 0) {
       if (part.n === null || Number(part.n) !== at.seq) throw new PageMoved();
       continue;
     }
