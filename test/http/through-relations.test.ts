@@ -124,6 +124,62 @@ describeEachBackend('reads through relations', (backend) => {
     expect(reads).to.be.greaterThan(10);
   });
 
+  it('expands the rows of a page as one snapshot reads them, while batches change and move them', async function () {
+    this.timeout(120_000);
+    // Every batch sets one `step` on both authors and every book, and moves every book to the other
+    // author: in any one snapshot, each book's step is its author's, and each author has all or none.
+    await collections('writers', 'novels');
+    expect((await client.post('/v1/collections/writers/rows', [{ step: 0 }, { step: 0 }])).status).to.equal(201);
+    const novels = 8;
+    const stored = await client.post(
+      '/v1/collections/novels/rows',
+      Array.from({ length: novels }, () => ({ author_id: 1, step: 0 })),
+    );
+    expect(stored.status).to.equal(201);
+    await relate('novels', 'author', { field: 'author_id', collection: 'writers', reverse: 'novels' });
+    let moving = true;
+    const writer = (async () => {
+      try {
+        for (let step = 1; step <= 30 && moving; step++) {
+          const to = step % 2 === 0 ? 1 : 2;
+          const operations = [
+            ...[1, 2].map((id) => ({ op: 'update', collection: 'writers', id, patch: { step } })),
+            ...Array.from({ length: novels }, (_, index) => ({
+              op: 'update',
+              collection: 'novels',
+              id: index + 1,
+              patch: { author_id: to, step },
+            })),
+          ];
+          const batch = await client.post('/v1/batch', { operations });
+          expect(batch.status, batch.text).to.equal(200);
+        }
+      } finally {
+        moving = false;
+      }
+    })();
+    let reads = 0;
+    const readWhileMoving = async () => {
+      while (moving) {
+        const books = await client.get<Row[]>('/v1/collections/novels/rows?expand=author&limit=100');
+        expect(books.status, books.text).to.equal(200);
+        for (const book of books.body) expect((book._expand as { author: Row }).author.step, JSON.stringify(book)).to.equal(book.step);
+        const authors = await client.get<Row[]>('/v1/collections/writers/rows?expand=novels&limit=100');
+        expect(authors.status, authors.text).to.equal(200);
+        const counts = authors.body.map((author) => {
+          const own = (author._expand as { novels: Row[] }).novels;
+          for (const book of own) expect(book.step, JSON.stringify(author)).to.equal(author.step);
+          return own.length;
+        });
+        expect(counts.sort(), JSON.stringify(authors.body)).to.deep.equal([0, novels]);
+        reads++;
+      }
+    };
+    const reader = () => readWhileMoving().finally(() => (moving = false));
+    await Promise.all([writer, reader(), reader()]);
+    expect(reads).to.be.greaterThan(10);
+  });
+
   describe("a publishable key's caller, held to the related collection's rules", () => {
     // Members are read by their owner only, and hide `secret`; notes are read by their owner and by
     // everyone when shared, and hide `private`. A note names a member of either user: the related rows

@@ -1,5 +1,5 @@
 // Expanded rows (openapi.yaml, `expand`; docs/relations.md): the rows related to those of a page, read in
-// the page's own snapshot (related.ts), each set in the top-level member EXPANDED of the row it is related to: a
+// the page's own snapshot, or after it as one would read them (related.ts, expandedAlone), each set in the top-level member EXPANDED of the row it is related to: a
 // to-one relation's row (or null), a to-many relation's rows (at most its limit; `$cut` names those cut
 // short). Each relation of a level is one statement for the whole page (../engine/sql/related.ts): a
 // to-one's rows by their ids, a to-many's through the relation field's sort index, at most its limit and
@@ -11,7 +11,7 @@ import type { Filter } from '../../query/filter.ts';
 import type { SortKey } from '../../query/order.ts';
 import { EXPANDED, type Json, MAX_PAGE_BYTES, type Row } from '../../rows.ts';
 import type { PageSource } from '../engine/read-port.ts';
-import { byId, byName } from '../engine/sql/pages.ts';
+import { byId, byName, type CollectionRef } from '../engine/sql/pages.ts';
 import type { RelatedPart, RelatedRead } from '../engine/sql/related.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { pageTooLarge } from '../rows/rows.ts';
@@ -52,6 +52,15 @@ type Related = { n: number; json: string };
 type ByKey = Map<number, Related>;
 
 /**
+ * The page's collection and the latest event seq its rows were read at, for expansions read outside any
+ * snapshot: each relation's statement reads that seq again beside its rows (RelatedRead.keysSeq).
+ */
+export type ReadAt = { collection: CollectionRef; seq: number };
+
+/** The page's rows changed between their read and their related rows' (ReadAt): the expansions are for a snapshot to read. */
+export class PageMoved extends Error {}
+
+/**
  * The page `json` (an array of rows; with `versions`, of `{ etag, row }`) with `expansions` set into its
  * rows, then theirs into the related rows, and so on: each read from `source`, in the snapshot the page
  * was read in (related.ts, readRelatedPage), of the rows that live at `now`, as the page's.
@@ -63,10 +72,11 @@ export async function expandPage(
   versions: boolean,
   expansions: readonly Expansion[],
   now: number,
+  at?: ReadAt,
 ): Promise<string> {
   const items = JSON.parse(json) as Fields[];
   const rows = versions ? items.map((item) => item.row as Fields) : items;
-  const expanded = await expandedTexts(source, accountId, rows, expansions, now);
+  const expanded = await expandedTexts(source, accountId, rows, expansions, now, at);
   const texts = rows.map((row, index) => rowText(row, expanded[index]));
   return `[${versions ? items.map((item, index) => `{"etag":${JSON.stringify(item.etag)},"row":${texts[index]}}`).join(',') : texts.join(',')}]`;
 }
@@ -79,13 +89,17 @@ function rowText(row: Fields, expanded: string | undefined): string {
   return `${text.slice(0, -1)}${text === '{}' ? '' : ','}"${EXPANDED}":${expanded}}`;
 }
 
-/** The member EXPANDED of each of `rows` as JSON text, in their order: each of `expansions` read for all of them at once. */
+/**
+ * The member EXPANDED of each of `rows` as JSON text, in their order: each of `expansions` read for all of
+ * them at once (with `at`, PageMoved when `rows` have changed since).
+ */
 async function expandedTexts(
   source: PageSource,
   accountId: number,
   rows: Fields[],
   expansions: readonly Expansion[],
   now: number,
+  at?: ReadAt,
 ): Promise<string[]> {
   const members: string[][] = rows.map(() => []);
   const cuts: string[][] = rows.map(() => []);
@@ -104,6 +118,7 @@ async function expandedTexts(
         expansion,
         [...new Set(rows.map((row) => row[expansion.field]).filter(isId))],
         now,
+        at,
       );
       rows.forEach((row, index) => {
         const value = row[expansion.field];
@@ -111,7 +126,7 @@ async function expandedTexts(
       });
       continue;
     }
-    const found = await readRelated(source, accountId, expansion, [...new Set(rows.map((row) => row.id as number))], now);
+    const found = await readRelated(source, accountId, expansion, [...new Set(rows.map((row) => row.id as number))], now, at);
     rows.forEach((row, index) => {
       const read = found.get(row.id as number);
       members[index].push(`${name}:[${read?.json ?? ''}]`);
@@ -128,8 +143,15 @@ async function expandedTexts(
  * By each of `keys`, its related rows (readLevel), as the caller may see them: masked, their own
  * expansions set into them, only their selected fields.
  */
-async function readRelated(source: PageSource, accountId: number, expansion: Expansion, keys: number[], now: number): Promise<ByKey> {
-  const found = await readLevel(source, accountId, expansion, keys, now);
+async function readRelated(
+  source: PageSource,
+  accountId: number,
+  expansion: Expansion,
+  keys: number[],
+  now: number,
+  at?: ReadAt,
+): Promise<ByKey> {
+  const found = await readLevel(source, accountId, expansion, keys, now, at);
   const { mask, select } = expansion;
   for (const related of found.values()) if (mask) related.json = mask(`[${related.json}]`).slice(1, -1);
   const groups = [...found.values()];
@@ -137,12 +159,12 @@ async function readRelated(source: PageSource, accountId: number, expansion: Exp
   const rows = groups.map(({ json }) => JSON.parse(`[${json}]`) as Fields[]);
   const all = rows.flat();
   const expanded = expansion.expand.length === 0 ? [] : await expandedTexts(source, accountId, all, expansion.expand, now);
-  let at = 0;
+  let next = 0;
   groups.forEach((related, index) => {
     related.json = rows[index]
       .map((row) => {
         if (select) selectIn(row, select);
-        return rowText(row, expanded[at++]);
+        return rowText(row, expanded[next++]);
       })
       .join(',');
   });
@@ -153,9 +175,16 @@ async function readRelated(source: PageSource, accountId: number, expansion: Exp
  * By each of `keys`, the related rows of a relation in one statement (PageSource.relatedRows): a to-one's
  * row by its id; a to-many's rows naming it, through the relation field's sort index, in the expansion's
  * order, its limit and one more (when the collection has no such index, a second statement reads them by
- * the field of each row).
+ * the field of each row). With `at`, PageMoved when the rows holding the keys have changed since `at.seq`.
  */
-async function readLevel(source: PageSource, accountId: number, expansion: Expansion, keys: number[], now: number): Promise<ByKey> {
+async function readLevel(
+  source: PageSource,
+  accountId: number,
+  expansion: Expansion,
+  keys: number[],
+  now: number,
+  at?: ReadAt,
+): Promise<ByKey> {
   const found = new Map<number, Related>();
   if (keys.length === 0) return found;
   const toMany = expansion.kind === 'to_many';
@@ -168,6 +197,7 @@ async function readLevel(source: PageSource, accountId: number, expansion: Expan
     each: toMany ? expansion.limit + 1 : 1,
     joined: toMany ? expansion.limit : 1,
     now,
+    keysSeq: at?.collection.lastSeq,
   };
   let parts = await readParts(source, read);
   if (parts.some((part) => part.k === null)) {
@@ -177,6 +207,10 @@ async function readLevel(source: PageSource, accountId: number, expansion: Expan
   }
   let chars = 0;
   for (const part of parts) {
+    if (at && part.k !== null && Number(part.k) === 0) {
+      if (part.n === null || Number(part.n) !== at.seq) throw new PageMoved();
+      continue;
+    }
     // No text for rows that are there: PostgreSQL found them longer than a page may be.
     if (part.json === null && Number(part.n) > 0) throw pageTooLarge();
     const json = part.json ?? '';

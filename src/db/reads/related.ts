@@ -6,15 +6,15 @@
 import type { FieldError } from '../../errors.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
 import { lastRow } from '../../query/cursor.ts';
-import { type Filter, holdsRelated } from '../../query/filter.ts';
+import { type Filter, holdsRelated, holdsSearch } from '../../query/filter.ts';
 import { ordersRelated, type SortKey } from '../../query/order.ts';
 import { assignable } from '../../rows.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { AggregateSource, PageSource, SnapshotRead } from '../engine/read-port.ts';
-import type { LivePage } from '../engine/sql/pages.ts';
+import { byName, type LivePage } from '../engine/sql/pages.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, readAggregates } from './aggregates.ts';
-import { type Expansion, expandPage } from './expand.ts';
+import { type Expansion, expandPage, PageMoved } from './expand.ts';
 import { type RowsPage, readPage } from './pages.ts';
 
 type Fields = Record<string, unknown>;
@@ -23,9 +23,10 @@ type Fields = Record<string, unknown>;
  * The page `page` of the collection (readPage), its filter's conditions through relations bound to the
  * related rows they find, with `expansions` set into its rows, and for an order through a relation its
  * last row's related values (RowsPage.related): the related rows and the page all read in one snapshot,
- * so that the page is exactly as of the related rows it was chosen and ordered by.
+ * so that the page is exactly as of the related rows it was chosen and ordered by. A page that only
+ * expands its rows one level deep is first read without a snapshot (expandedAlone).
  */
-export function readRelatedPage(
+export async function readRelatedPage(
   source: PageSource,
   accountId: number,
   collection: string,
@@ -34,7 +35,12 @@ export function readRelatedPage(
 ): Promise<RowsPage> {
   const expanding = expansions !== undefined && expansions.length > 0;
   const ordered = ordersRelated(page.order);
-  if (!expanding && !ordered && !(page.filter && holdsRelated(page.filter))) return readPage(source, accountId, collection, page);
+  const throughRelations = page.filter !== undefined && holdsRelated(page.filter);
+  if (!expanding && !ordered && !throughRelations) return readPage(source, accountId, collection, page);
+  if (expanding && !ordered && !throughRelations && expansions.every(alone)) {
+    const answer = await expandedAlone(source, accountId, collection, page, expansions);
+    if (answer) return answer;
+  }
   return source.snapshot(async (read) => {
     const reads = inSnapshot(source, read);
     const filter = await bindRelations(relatedReadsOf(reads), accountId, collection, page.filter);
@@ -43,6 +49,36 @@ export function readRelatedPage(
     if (!expanding) return answer;
     return { ...answer, json: await expandPage(reads, accountId, answer.json, page.versions === true, expansions, page.now) };
   });
+}
+
+/**
+ * An expansion read by one statement that reads nothing else first: no nested expansions, no filter
+ * through relations or by a search (each bound by reads of its own).
+ */
+const alone = ({ expand, filter }: Expansion) => expand.length === 0 && !(filter && (holdsRelated(filter) || holdsSearch(filter)));
+
+/**
+ * The page, then its expansions, each read alone (no snapshot: on SQLite, no begin and commit each a
+ * hop to the driver's threads; on PostgreSQL, no round trips of their own), each relation's statement
+ * reading again the latest event seq of the page's collection (ReadAt). The same seq as the page's: the
+ * page's rows were as read when its related rows were, and the page is as one snapshot would read it.
+ * Another: undefined, for a snapshot to read it all.
+ */
+async function expandedAlone(
+  source: PageSource,
+  accountId: number,
+  collection: string,
+  page: LivePage,
+  expansions: readonly Expansion[],
+): Promise<RowsPage | undefined> {
+  const answer = await readPage(source, accountId, collection, page);
+  const at = { collection: byName(accountId, collection), seq: answer.seq };
+  try {
+    return { ...answer, json: await expandPage(source, accountId, answer.json, page.versions === true, expansions, page.now, at) };
+  } catch (error) {
+    if (error instanceof PageMoved) return undefined;
+    throw error;
+  }
 }
 
 /**

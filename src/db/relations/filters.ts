@@ -10,9 +10,8 @@ import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
 import type { PageSource } from '../engine/read-port.ts';
-import { collectionIdSql } from '../engine/sql/collections.ts';
 import { byId, withinIndex } from '../engine/sql/pages.ts';
-import { relationsOfSql, sortedSql } from '../engine/sql/relations.ts';
+import { relationsOfNamedSql } from '../engine/sql/relations.ts';
 import { matchedRowsSql } from '../engine/sql/rows.ts';
 import { liveWhere } from '../expiry/live.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
@@ -22,6 +21,7 @@ import { bindSearch } from '../search/indexes.ts';
 /** The related rows one condition may find at most: past it, a 400 asks for a narrower filter. */
 const MAX_RELATED_ROWS = 10_000;
 
+/** A relation of the collection or to it (relationsOfNamedSql), with the fields each side has sort indexes of. */
 type RelationRow = {
   name: string;
   field: string;
@@ -30,6 +30,8 @@ type RelationRow = {
   target_id: number | string;
   source_name: string;
   target_name: string;
+  source_sorted: string;
+  target_sorted: string;
 };
 
 /**
@@ -58,10 +60,10 @@ export async function bindRelations<F extends Filter | undefined>(
   filter: F,
 ): Promise<F> {
   if (!filter || !holds(filter)) return filter;
-  const [found] = await db.query<{ id: number | string }>(collectionIdSql, [accountId, collection]);
-  if (!found) throw collectionNotFound(collection);
-  const id = Number(found.id);
-  const relations = await db.query<RelationRow>(relationsOfSql, [id, id]);
+  const found = await db.query<{ id: number | string } & Partial<RelationRow>>(relationsOfNamedSql, [accountId, collection]);
+  if (found.length === 0) throw collectionNotFound(collection);
+  const id = Number(found[0].id);
+  const relations = found.filter((row): row is { id: number | string } & RelationRow => row.name != null);
   return (await bound(db, accountId, collection, id, relations, filter)) as F;
 }
 
@@ -111,12 +113,13 @@ async function related(
       { in: 'query', name: 'filter', message: `${condition.relation}: ${condition.op} names no ${kind} relation of ${collection}` },
     ]);
   }
-  const [otherName, otherId] =
-    condition.op === '$match' ? [relation.target_name, relation.target_id] : [relation.source_name, relation.collection_id];
+  const [otherName, otherId, otherSorted] =
+    condition.op === '$match'
+      ? [relation.target_name, relation.target_id, relation.target_sorted]
+      : [relation.source_name, relation.collection_id, relation.source_sorted];
   const inner = await bindSearch(db.query, accountId, otherName, await bindRelations(db, accountId, otherName, condition.filter));
   // Through a sort index of the related collection, when the inner filter's top level holds a condition on one of its fields.
-  const [other] = await db.query<{ sorted: string }>(sortedSql, [Number(otherId)]);
-  const index = other && inIndex(JSON.parse(other.sorted) as string[], indexedFields(inner));
+  const index = inIndex(JSON.parse(otherSorted) as string[], indexedFields(inner));
   let where = db.filterSql(inner);
   if (index) where = withinIndex(byId(Number(otherId)), index.slot, db.keyBoundsSql(index.bounds), where);
   where = liveWhere(where);

@@ -30,13 +30,19 @@ export interface RelatedRead {
   joined: number;
   /** The expiry now the related rows live at (ms since the epoch: the page's, LivePage). */
   now: number;
+  /**
+   * SQL of the latest event seq of the collection whose rows hold the keys (CollectionRef.lastSeq): the
+   * statement answers it as a row of its own, the key 0 (no row's id), its count that seq. A read outside
+   * any snapshot tells by it whether those rows have changed since they were read (../../reads/related.ts).
+   */
+  keysSeq?: Sql;
 }
 
 /**
  * One row of a relatedRows statement: a key, how many rows it has (at most `each`), and the JSON texts
  * of its first `joined` of them in their order, joined by commas (on PostgreSQL null, beside a count above
  * 0, when they weigh more than a page may). Keys without rows have no row; a null key says the sort index
- * read through is none (RelatedRead.by).
+ * read through is none (RelatedRead.by); the key 0 answers RelatedRead.keysSeq.
  */
 export type RelatedPart = { k: number | string | null; n: number | string | null; json: string | null };
 
@@ -58,7 +64,7 @@ export interface RelatedJson {
 
 /** The statement of a relation's rows for a whole page: its rows are RelatedPart. */
 export function relatedPage(json: RelatedJson, byField: FieldOrder, read: RelatedRead): Statement {
-  const { collection, keys, by, where, order, each, joined, now } = read;
+  const { collection, keys, by, where, order, each, joined, now, keysSeq } = read;
   let columns = 'rows.id, rows.data';
   const bindings: SqlValue[] = [];
   const placed: string[] = [];
@@ -89,11 +95,15 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
   }
   const filtered = where ? sql` and (${where})` : raw('');
   const fence = raw(ordersRelated(order) ? ` ${json.fence}` : '');
+  const seq = keysSeq
+    ? sql`
+    union all select 0, ${keysSeq}, null`
+    : raw('');
   // Numbered, cut, then sorted by key and number, so that each key's rows come to its group in their order.
   return sql`select k, count(*) as n, ${raw(json.rows(joined))} as json
     from (select * from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
       from (select ${key} as k, ${{ sql: columns, params: bindings }} from ${from}
         where rows.collection_id = ${collection.id} and ${keyed} and ${liveRowSql('rows', now)}${filtered}${fence}) r) r
       where rn <= ${each} order by k, rn) r
-    group by k${noIndex}`;
+    group by k${noIndex}${seq}`;
 }
