@@ -73,7 +73,7 @@ export async function openPostgres(
     ackStreamsSql,
     // A transaction waiting for a lock is woken when it is released.
     writerWakeMs: () => 0,
-    sweepBatchRows: 1000,
+    sweepBatchRows: 250,
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,
