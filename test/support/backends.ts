@@ -2,6 +2,8 @@
 // DATABASE_URL_TEST_PG (default postgres://postgres@127.0.0.1:5432/postgres). Each test server gets a
 // database of its own, created here and dropped after. Without a reachable PostgreSQL server its suites
 // report themselves skipped; with CI=true that is a failure.
+
+import { randomBytes } from 'node:crypto';
 import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +21,12 @@ export interface TestDatabase {
 
 const adminUrl = process.env.DATABASE_URL_TEST_PG || 'postgres://postgres@127.0.0.1:5432/postgres';
 let databases = 0;
+/**
+ * Named in this module's databases beside the process's pid: mocha loads a test file through require()
+ * unless it must be imported (a top-level await), so this module may run twice in one process, each
+ * copy with its own count.
+ */
+const copy = randomBytes(3).toString('hex');
 
 async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
@@ -65,48 +73,102 @@ export async function createDatabase(
     if (migrated) await copyFile(await migratedSqliteTemplate(), file);
     return { url: `sqlite:${file}`, drop: () => rm(dir, { recursive: true, force: true }) };
   }
-  const name = `rowbase_test_${process.pid}_${++databases}`;
   if (migrated && icuLocale === undefined) {
-    const template = await migratedTemplate();
-    await admin((client) => client.query(`create database ${name} template ${template}`));
-    return postgresDatabase(name);
+    // The spare made while the last test ran, and the next one begun now.
+    const made = spare ?? copyOfTemplate();
+    spare = copyOfTemplate();
+    spare.catch(() => {}); // its failure is the next createDatabase()'s
+    return postgresDatabase(await made);
   }
+  await leftoversDropped();
+  const name = `${TEST_PREFIX}${process.pid}_${copy}_${++databases}`;
   const locale = icuLocale === undefined ? '' : ` locale_provider icu icu_locale '${icuLocale.replaceAll("'", "''")}'`;
   await admin((client) => client.query(`create database ${name} encoding 'UTF8'${locale} template template0`));
   return postgresDatabase(name);
 }
 
-/** The test database `name` of the PostgreSQL server: its URL, and how to drop it. */
+/**
+ * A migrated database (a copy of migratedTemplate) made ahead, while a test runs: the next migrated
+ * database's, so that making one (most of a second of PostgreSQL's, which writes the whole copy to its
+ * log) is not waited for. Dropped after the run if no test took it.
+ */
+let spare: Promise<string> | undefined;
+
+/** A new database copied from migratedTemplate: its name. */
+async function copyOfTemplate(): Promise<string> {
+  const template = await migratedTemplate();
+  const name = `${TEST_PREFIX}${process.pid}_${copy}_${++databases}`;
+  await admin((client) => client.query(`create database ${name} template ${template}`));
+  return name;
+}
+
+/**
+ * The databases dropped, one after the other, behind the tests: a drop (a checkpoint of PostgreSQL's)
+ * takes a second or more, which a test's `after` no longer waits for. The run's end waits for them all.
+ */
+let dropping: Promise<void> = Promise.resolve();
+/** The first drop that failed: the run's end throws it. */
+let dropFailure: unknown;
+
+/** Drops the database `name` after those dropped before it. */
+function dropLater(name: string): void {
+  dropping = dropping
+    .then(() => admin((client) => client.query(`drop database if exists ${name} with (force)`)))
+    .then(
+      () => undefined,
+      (error) => {
+        dropFailure ??= error;
+      },
+    );
+}
+
+/**
+ * The test database `name` of the PostgreSQL server: its URL, and how to drop it (its connections closed
+ * by then: a drop ends any left with `force`).
+ */
 function postgresDatabase(name: string): TestDatabase {
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    drop: () => admin((client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
+    drop: async () => dropLater(name),
   };
 }
 
+const TEST_PREFIX = 'rowbase_test_';
 const TEMPLATE_PREFIX = 'rowbase_template_';
+let leftovers: Promise<void> | undefined;
+
+/**
+ * Drops, before this module makes its first database, the test databases and templates that test
+ * processes no longer running left (one killed before its run's end dropped them).
+ */
+function leftoversDropped(): Promise<void> {
+  leftovers ??= admin(async (client) => {
+    const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1 or datname like $2', [
+      `${TEST_PREFIX}%`,
+      `${TEMPLATE_PREFIX}%`,
+    ]);
+    for (const { datname } of rows) {
+      const pid = Number(datname.replace(TEST_PREFIX, '').replace(TEMPLATE_PREFIX, '').split('_')[0]);
+      if (!running(pid)) await client.query(`drop database if exists ${datname} with (force)`);
+    }
+  });
+  return leftovers;
+}
+
 let template: Promise<string> | undefined;
 
 /**
  * The name of a database of this process with the migrations run (openStore), made on first use, which
  * migrated databases are copied from: a copy takes a fraction of the second that running every migration
- * on each test server's new database took. Dropped after the run (a root `after` hook); templates left by
- * test processes no longer running (one killed) are dropped when the next is made.
+ * on each test server's new database took. Dropped after the run (a root `after` hook).
  */
 function migratedTemplate(): Promise<string> {
   template ??= (async () => {
-    const name = `${TEMPLATE_PREFIX}${process.pid}`;
-    await admin(async (client) => {
-      const { rows } = await client.query<{ datname: string }>('select datname from pg_database where datname like $1', [
-        `${TEMPLATE_PREFIX}%`,
-      ]);
-      for (const { datname } of rows) {
-        if (!running(Number(datname.slice(TEMPLATE_PREFIX.length)))) await client.query(`drop database if exists ${datname} with (force)`);
-      }
-      await client.query(`create database ${name} encoding 'UTF8' template template0`);
-    });
+    const name = `${TEMPLATE_PREFIX}${process.pid}_${copy}`;
+    await leftoversDropped();
+    await admin((client) => client.query(`create database ${name} encoding 'UTF8' template template0`));
     const store = await openStore(postgresDatabase(name).url);
     await store.close();
     // A database is copied only while no one is connected to it: the store's sessions end after it closes.
@@ -151,11 +213,15 @@ function running(pid: number): boolean {
   }
 }
 
-// Mocha's root hook, registered once, when a test file first imports this module.
+// Mocha's root hook, registered by each copy of this module (`copy`) when a test file first imports it.
 if (typeof after === 'function') {
   after(async () => {
     const sqlite = await sqliteTemplate?.catch(() => undefined);
     if (sqlite) await rm(sqlite.dir, { recursive: true, force: true });
+    const unused = await spare?.catch(() => undefined);
+    if (unused) dropLater(unused);
+    await dropping;
+    if (dropFailure !== undefined) throw dropFailure;
     if (template === undefined) return;
     const name = await template.catch(() => undefined);
     if (name) await admin((client) => client.query(`drop database if exists ${name} with (force)`));
