@@ -145,33 +145,40 @@ async function insertTogether(
   deadline: number,
 ): Promise<BatchResult[] | undefined> {
   const byCollection = new Map<string, CollectionInserts>();
-  /** By collection, in the order of byCollection, the operation of each of its inserts. */
-  const operationsOf = new Map<string, number[]>();
+  /** By collection, in the order of byCollection, the operation of each of its inserts, and their rows. */
+  const ofCollection = new Map<string, { operations: number[]; rows: Fields[] }>();
   const texts: string[][] = [];
   for (const [index, { collection, rows }] of operations.entries()) {
     let inserts = byCollection.get(collection);
-    if (!inserts) {
+    let own = ofCollection.get(collection);
+    if (!inserts || !own) {
       inserts = { collection, schemaId: db.schemas.hint(accountId, collection), inserts: [] };
+      own = { operations: [], rows: [] };
       byCollection.set(collection, inserts);
-      operationsOf.set(collection, []);
+      ofCollection.set(collection, own);
     }
     texts[index] = rows.map((fields) => JSON.stringify(fields));
     if (texts[index].some(overRowBound)) return undefined;
+    inserts.inserts.push(texts[index]);
+    own.operations.push(index);
+    own.rows.push(...rows);
+  }
+  // A collection's rows checked at once: which operation a refused row is in, writeBatchAlone() says.
+  for (const { collection, schemaId } of byCollection.values()) {
+    if (schemaId === 0) continue;
     try {
-      await db.schemas.validate(db.query, inserts.schemaId, collection, rows);
+      await db.schemas.validate(db.query, schemaId, collection, ofCollection.get(collection)?.rows ?? []);
     } catch {
       return undefined;
     }
-    if (db.schemas.names(inserts.schemaId)) return undefined;
-    inserts.inserts.push(texts[index]);
-    operationsOf.get(collection)?.push(index);
+    if (db.schemas.names(schemaId)) return undefined;
   }
   const collections = [...byCollection.values()];
   const firsts = await db.rows.insertSeveral(accountId, collections, deadline);
   if (!firsts) return undefined;
   const results: BatchResult[] = [];
   for (const [place, { collection }] of collections.entries()) {
-    for (const [nth, index] of (operationsOf.get(collection) ?? []).entries()) {
+    for (const [nth, index] of (ofCollection.get(collection)?.operations ?? []).entries()) {
       results[index] = { op: 'insert', rows: insertedRows(firsts[place][nth], texts[index]) };
     }
   }
