@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import type { BatchOperation, BatchResult } from '../../../src/db/rows/batch.ts';
 import { ApiError } from '../../../src/errors.ts';
+import { checkRowSchema } from '../../../src/schema/check.ts';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
 import { range } from '../../support/feed.ts';
 
@@ -100,5 +101,31 @@ describeEachBackend('batches of inserts written together', (backend) => {
     const emails = await store.knex('rows').join('collections', 'collections.id', 'rows.collection_id').where({ name: 'u' }).select('data');
     expect(emails.map(({ data }) => JSON.parse(data).email).sort()).to.deep.equal(['e1', 'e2', 'e3', 'e4', 'e6', 'e7', 'e8', 'taken']);
     expect(await stored('a')).to.equal(30);
+  });
+
+  it('checks a batch against the schema another instance set since this one last saw the collection', async () => {
+    await store.createCollection(accountId, 'typed');
+    expect(rowsOf((await store.writeBatch(accountId, [{ op: 'insert', collection: 'typed', rows: [{ n: 1 }] }]))[0])).to.deep.equal([
+      { id: 1, n: 1 },
+    ]);
+    const other = await openStore(database.url);
+    try {
+      await other.putSchema(accountId, 'typed', checkRowSchema({ type: 'object', properties: { n: { type: 'integer' } } }, 'schema'));
+    } finally {
+      await other.close();
+    }
+    const refused = await store
+      .writeBatch(accountId, [
+        { op: 'insert', collection: 'a', rows: [{ n: 0 }] },
+        { op: 'insert', collection: 'typed', rows: [{ n: 'two' }] },
+      ])
+      .catch((error: unknown) => error as ApiError);
+    expect(refused).to.be.instanceOf(ApiError);
+    expect([(refused as ApiError).code, (refused as ApiError).options.operation]).to.deep.equal(['row_invalid', 1]);
+    const [, written] = await store.writeBatch(accountId, [
+      { op: 'insert', collection: 'a', rows: [{ n: 0 }] },
+      { op: 'insert', collection: 'typed', rows: [{ n: 2 }] },
+    ]);
+    expect(rowsOf(written)).to.deep.equal([{ id: 2, n: 2 }]);
   });
 });
