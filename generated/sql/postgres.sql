@@ -665,14 +665,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
     then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
 
@@ -711,14 +711,14 @@ with keys as materialized (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
     then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 ), bodies as (
   select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
@@ -766,14 +766,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
     then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 ), named as (
   select r.id
     from counters c
@@ -815,14 +815,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
     then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
 
@@ -861,14 +861,14 @@ with keys as materialized (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
     then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 ), bodies as (
   select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
@@ -916,14 +916,14 @@ with counters as (
       from counters c,
         jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
     then md5(jsonb_agg(k.j -> x.f order by x.n)::text) end from jsonb_array_elements_text((u.value -> 1)::jsonb) with ordinality as x(f, n))
       from counters c,
         jsonb_array_elements(c.uniques::jsonb) as u(value),
-        lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
+        lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 ), worded as (
   insert into search_rows (collection_id, row_id, words)
     select collection_id, id, coalesce((select string_agg('''' || collection_id || '_' || w || ''':' || least(at, 16383), ' ')

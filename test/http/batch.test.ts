@@ -160,6 +160,63 @@ describeEachBackend('POST /v1/batch', (backend) => {
       }
     });
 
+    it('inserts into a collection with a search index, its rows found by their words', async () => {
+      const notes = await collectionWith([], async (name) => {
+        expect((await client.post(`/v1/collections/${name}/indexes`, { type: 'search', fields: ['title'] })).status).to.equal(201);
+      });
+      const other = await collectionWith();
+      const answer = await batch([
+        { op: 'insert', collection: notes, rows: [{ title: 'red shoes' }] },
+        { op: 'insert', collection: other, rows: [{ n: 1 }] },
+        { op: 'insert', collection: notes, rows: [{ title: 'blue hat' }, { title: 'red hat' }] },
+      ]);
+      expect(answer.status, answer.text).to.equal(200);
+      expect(answer.body.results.map((result) => result.body)).to.deep.equal([
+        [{ id: 1, title: 'red shoes' }],
+        [{ id: 1, n: 1 }],
+        [
+          { id: 2, title: 'blue hat' },
+          { id: 3, title: 'red hat' },
+        ],
+      ]);
+      const found = await client.get<Row[]>(
+        `/v1/collections/${notes}/rows?filter=${encodeURIComponent(JSON.stringify({ $search: 'red' }))}`,
+      );
+      expect(found.body.map((row) => row.id)).to.deep.equal([1, 3]);
+    });
+
+    it('checks inserts against the schema their collection has now, set since the last batch into it', async () => {
+      const typed = await collectionWith();
+      expect((await batch([{ op: 'insert', collection: typed, rows: [{ n: 1 }] }])).status).to.equal(200);
+      const schema = { type: 'object', properties: { n: { type: 'integer' } } };
+      expect((await client.put(`/v1/collections/${typed}/schema`, schema)).status).to.equal(200);
+      const refused = await batch<Problem>([
+        { op: 'insert', collection: typed, rows: [{ n: 2 }] },
+        { op: 'insert', collection: typed, rows: [{ n: 'three' }] },
+      ]);
+      expect([refused.status, refused.body.code, refused.body.operation]).to.deep.equal([422, 'row_invalid', 1]);
+      expect(await rowsOf(typed)).to.deep.equal([{ id: 1, n: 1 }]);
+      expect((await batch([{ op: 'insert', collection: typed, rows: [{ n: 2 }] }])).body.results[0].body).to.deep.equal([{ id: 2, n: 2 }]);
+    });
+
+    it('inserts from concurrent batches naming the same collections in opposite orders, each row once, in order of its batch', async () => {
+      const left = await collectionWith();
+      const right = await collectionWith();
+      const insert = (collection: string, n: number) => ({ op: 'insert', collection, rows: [{ n }, { n }] });
+      const answers = await Promise.all(
+        range(1, 20).map((n) => batch(n % 2 ? [insert(left, n), insert(right, n)] : [insert(right, n), insert(left, n)])),
+      );
+      expect(answers.map((answer) => answer.status)).to.deep.equal(answers.map(() => 200));
+      for (const name of [left, right]) {
+        const rows = await rowsOf(name);
+        expect(rows.map((row) => row.id)).to.deep.equal(range(1, 40));
+        // Each batch's two rows of a collection are consecutive.
+        for (let at = 0; at < rows.length; at += 2) expect(rows[at].n).to.equal(rows[at + 1].n);
+        expect(new Set(rows.map((row) => row.n)).size).to.equal(20);
+        expect(await seqOf(name)).to.equal(40);
+      }
+    });
+
     it('replays the answer to a retry with the same Idempotency-Key, writing nothing again', async () => {
       const name = await collectionWith();
       const operations = [

@@ -193,6 +193,8 @@ export type Read = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
 export interface SchemaCache {
   /** Runs `write` with the collection's schema id as last seen, again with the stored one when it is stale; 404 for no collection. */
   retry<T>(read: Read, accountId: number, collection: string, write: (schemaId: number) => Promise<T>): Promise<T>;
+  /** The schema id the collection was last seen with (0: none, or never seen with one): a guess, which the write that names it checks. */
+  hint(accountId: number, collection: string): number;
   /** Remembers the collection's schema id (0: none). */
   note(accountId: number, collection: string, schemaId: number): void;
   /** Answers which of the ids `?` (joined by commas) are rows of the collection `?`, held on PostgreSQL (../relations/links.ts). */

@@ -30,6 +30,15 @@ export interface FirstInserted {
   seq: number;
 }
 
+/** One collection's inserts of a batch, as RowPort.insertSeveral takes them. */
+export interface CollectionInserts {
+  collection: string;
+  /** The schema id its rows were checked with (0 for none). */
+  schemaId: number;
+  /** Each insert's rows' texts, in the order of the inserts. */
+  inserts: string[][];
+}
+
 /** A row's JSON text and its version (../rows/rows.ts, versionOf). */
 export interface VersionedRow {
   json: Json<Row>;
@@ -106,6 +115,16 @@ export interface RowPort {
    * collection with the schema `schemaId` (a batch's, an upsert's): the first id and seq of each.
    */
   insertIn(trx: WriteTx, accountId: number, collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
+  /**
+   * Inserts the rows of several collections' inserts (a batch's, ../rows/batch.ts), checked already, as
+   * one write that commits on its own, all or none: each collection's rows after its last row, each
+   * insert's after those of the inserts before it. Answers, for each collection in the order given, each
+   * of its inserts' first id and seq; undefined, with nothing written, where it cannot write them so: a
+   * collection missing, or of another schema than its rows were checked with, or (PostgreSQL) with a
+   * search index. Past `deadline` (ms since the epoch) it stops, nothing written: 503 query_timeout. A
+   * unique key broken fails it, as it fails an insert.
+   */
+  insertSeveral(accountId: number, collections: CollectionInserts[], deadline: number): Promise<FirstInserted[][] | undefined>;
   /**
    * The row, read alone (on SQLite merged with the reads of rows beside it): one answer when its
    * collection exists, its `data` and `version` null when the row is missing or does not live at `now`

@@ -3,6 +3,7 @@
 // their turn in this process; a batch that holds inserts sent with an Idempotency-Key is one statement
 // too, which also stores their answers (sql/, insertBatchWithAnswersSql). Rows that name rows of other
 // collections, or go into a collection with a search index, go in a transaction where they must.
+import { queryTimeout } from '../../errors.ts';
 import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
 import { rowWords } from '../../search/words.ts';
 import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.ts';
@@ -11,17 +12,18 @@ import { Groups } from '../engine/grouping.ts';
 import type { Fields, FirstInserted, RowPort } from '../engine/port.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
-import { isOnceTaken, isRelationMissing } from './errors.ts';
+import { isOnceTaken, isQueryCanceled, isRelationMissing } from './errors.ts';
 import { CHANNEL } from './sql/engine.ts';
 import {
   insertBatchSql,
   insertBatchWithAnswersSql,
+  insertSeveralSql,
   namingInsertBatchSql,
   searchedInsertBatchSql,
   searchedInsertBatchWithAnswersSql,
   wordedInsertBatchSql,
 } from './sql/rows.ts';
-import { runAlone } from './statements.ts';
+import { runAlone, runAloneTimed } from './statements.ts';
 
 /** One request's rows, as an insert into its collection waits its turn, and its Idempotency-Key if it was sent with one. */
 interface Insert {
@@ -41,6 +43,8 @@ const MAX_SEARCHED = 10_000;
  * search index fields (none: no such collection).
  */
 type Written = { id: number; first_id: number | string; first_seq: number | string; search: string | null };
+/** What insertSeveralSql answers of each collection: Written, and its place in the statement's collections (from 1). */
+type WrittenOfSeveral = Omit<Written, 'search'> & { place: number | string };
 /** What insertBatchWithAnswersSql answers: Written (a null id: nothing written), and its keys' fate. */
 type WrittenWithAnswers = Written & { held: boolean };
 
@@ -48,7 +52,7 @@ type WrittenWithAnswers = Written & { held: boolean };
 const MAX_INSERT_ROWS = 5000;
 
 /** Inserts into PostgreSQL (RowPort.insert, insertIn): a request's grouped with those into its collection that wait their turn. */
-export function postgresInserts(db: Dialect, steps: WriteSteps): Pick<RowPort, 'insert' | 'insertIn'> {
+export function postgresInserts(db: Dialect, steps: WriteSteps): Pick<RowPort, 'insert' | 'insertIn' | 'insertSeveral'> {
   const { knex, changes } = db;
   /**
    * By the keys of inserts (`<account>/<collection>/<schema>`), the fields of the search index of the
@@ -129,6 +133,39 @@ export function postgresInserts(db: Dialect, steps: WriteSteps): Pick<RowPort, '
         written,
         batch.map((texts) => ({ texts })),
       );
+    },
+    /** One statement, run alone, bounded by what is left of `deadline` (sql/, insertSeveralSql). */
+    async insertSeveral(accountId, collections, deadline) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw queryTimeout(db.queryTimeoutMs);
+      const params = [
+        accountId,
+        collections.map(({ collection }) => collection).join('\n'),
+        collections.map(({ schemaId }) => schemaId).join(','),
+        collections.map(({ inserts }) => inserts.reduce((rows, texts) => rows + texts.length, 0)).join(','),
+        collections.flatMap(({ inserts }) => inserts.flat()).join('\n'),
+        CHANNEL,
+        changes.instance,
+      ];
+      let written: WrittenOfSeveral[];
+      try {
+        written = await runAloneTimed<WrittenOfSeveral>(knex, insertSeveralSql, params, left);
+      } catch (error) {
+        if (isQueryCanceled(error)) throw queryTimeout(db.queryTimeoutMs);
+        throw error;
+      }
+      if (written.length < collections.length) return undefined;
+      const firsts: FirstInserted[][] = [];
+      for (const collection of written) {
+        const place = Number(collection.place) - 1;
+        // Committed already: this process's listeners hear it now, the others through the NOTIFY.
+        changes.emit('change', Number(collection.id));
+        firsts[place] = firstsOf(
+          collection,
+          collections[place].inserts.map((texts) => ({ texts })),
+        );
+      }
+      return firsts;
     },
   };
 }
@@ -258,7 +295,7 @@ function wordLines(texts: readonly string[], fields: string): string {
 }
 
 /** Each insert's first id and seq: its rows follow those of the inserts before it in the batch. */
-function firstsOf(written: Written, batch: readonly { texts: string[] }[]): FirstInserted[] {
+function firstsOf(written: Pick<Written, 'id' | 'first_id' | 'first_seq'>, batch: readonly { texts: string[] }[]): FirstInserted[] {
   const collectionId = Number(written.id);
   let id = Number(written.first_id);
   let seq = Number(written.first_seq);

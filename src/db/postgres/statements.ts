@@ -25,6 +25,28 @@ export async function runAlone<T>(knex: Knex, sql: string, params: SqlValue[], n
 }
 
 /**
+ * runAlone(), stopped by PostgreSQL past `ms` (SQLSTATE 57014, query_canceled), and then nothing of it
+ * written: the connection's statement_timeout set for this statement alone, and set back after it while
+ * the caller goes on with the answer. Not a transaction's SET LOCAL, which would hold what the statement
+ * holds (rows it locks) one round trip longer, its commit's. A connection that could not be set back is
+ * closed, never handed on with the setting.
+ */
+export async function runAloneTimed<T>(knex: Knex, sql: string, params: SqlValue[], ms: number): Promise<T[]> {
+  const connection: pg.Client = await knex.client.acquireConnection();
+  try {
+    // `ms` is the server's own number.
+    await connection.query(`set statement_timeout = ${Math.max(1, Math.ceil(ms))}`);
+    return await runNamed<T>(connection, sql, params);
+  } finally {
+    void connection
+      .query('reset statement_timeout')
+      .catch(() => connection.end().catch(() => {}))
+      .finally(() => knex.client.releaseConnection(connection))
+      .catch(() => {});
+  }
+}
+
+/**
  * Runs one read as runAlone() does, in a read-only transaction whose statement_timeout is `ms`:
  * PostgreSQL cancels it past that (SQLSTATE 57014, query_canceled). A setting of the transaction alone
  * (SET LOCAL), so that the connection's next user, a write maybe, is not bound by it. `named` as

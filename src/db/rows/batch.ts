@@ -11,6 +11,7 @@ import { advance } from '../collections/collections.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
+import type { CollectionInserts } from '../engine/port.ts';
 import { holdingOrder } from '../relations/links.ts';
 import { accountRelations } from '../relations/relations.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
@@ -53,10 +54,14 @@ export function writeBatch(
   operations: readonly BatchOperation[],
   options: BatchOptions = {},
 ): Promise<BatchResult[]> {
-  const joinable = !options.once && !options.collections && !options.guards && operations.every(({ op }) => op === 'insert');
-  if (!joinable) return writeBatchAlone(db, accountId, operations, options);
+  if (options.once || options.collections || options.guards || !operations.every(isInsert)) {
+    return writeBatchAlone(db, accountId, operations, options);
+  }
   return batchGroups(db).add(String(accountId), operations, operations.length);
 }
+
+type BatchInsert = Extract<BatchOperation, { op: 'insert' }>;
+const isInsert = (operation: BatchOperation): operation is BatchInsert => operation.op === 'insert';
 
 /** The operations of the batches written together at most (a batch's own are never split). */
 const MAX_JOINED_OPERATIONS = 1000;
@@ -64,16 +69,17 @@ const MAX_JOINED_OPERATIONS = 1000;
 /**
  * The batches of inserts of each database, by account, written in groups: those that come while a
  * group is written wait, and go together in the next, as one batch of their operations one after the
- * other (writeBatchAlone), so that a collection's rows of every batch of the group are one statement,
- * and the group one transaction: its commit, and on PostgreSQL its holding of the collections' rows
- * from the first statement to the commit, shared where each batch took its own. Each batch's rows
- * follow those of the batches before it, as if each had been written alone in that order. A group that
- * fails writes nothing, and runs each batch again alone (../engine/grouping.ts), which fails or
- * succeeds as it would have without the others, naming its own operation.
+ * other (writeBatchOfInserts), so that the group is one write that commits once: on PostgreSQL one
+ * statement over all its collections, on SQLite a statement a collection in one transaction
+ * (insertTogether), or where that cannot be, a transaction of a statement a collection
+ * (writeBatchAlone). Each batch's rows follow those of the batches before it, as if each had been
+ * written alone in that order. A group that fails writes nothing, and runs each batch again alone
+ * (../engine/grouping.ts), which fails or succeeds as it would have without the others, naming its own
+ * operation.
  */
-const joined = new WeakMap<Dialect, Groups<readonly BatchOperation[], BatchResult[]>>();
+const joined = new WeakMap<Dialect, Groups<readonly BatchInsert[], BatchResult[]>>();
 
-function batchGroups(db: Dialect): Groups<readonly BatchOperation[], BatchResult[]> {
+function batchGroups(db: Dialect): Groups<readonly BatchInsert[], BatchResult[]> {
   let groups = joined.get(db);
   if (!groups) {
     groups = new Groups({
@@ -81,8 +87,8 @@ function batchGroups(db: Dialect): Groups<readonly BatchOperation[], BatchResult
       maxWeight: MAX_JOINED_OPERATIONS,
       async run(key, batches) {
         const accountId = Number(key);
-        if (batches.length === 1) return [await writeBatchAlone(db, accountId, batches[0])];
-        const results = await writeBatchAlone(db, accountId, batches.flat());
+        if (batches.length === 1) return [await writeBatchOfInserts(db, accountId, batches[0], false)];
+        const results = await writeBatchOfInserts(db, accountId, batches.flat(), true);
         let from = 0;
         return batches.map((operations) => {
           const own = results.slice(from, from + operations.length);
@@ -94,6 +100,89 @@ function batchGroups(db: Dialect): Groups<readonly BatchOperation[], BatchResult
     joined.set(db, groups);
   }
   return groups;
+}
+
+/**
+ * A batch of inserts alone, or a group's batches one after the other (`grouped`), written by
+ * insertTogether(), else by writeBatchAlone(). Past the query timeout it fails, naming its last
+ * operation (all of them were reached). Any other failure of insertTogether() is thrown as it is for a
+ * group, which then runs each batch again alone (../engine/grouping.ts); for a batch alone,
+ * writeBatchAlone() decides it: it names the operation that failed (a unique key broken) or tries again
+ * (a deadlock), as it does for every batch.
+ */
+async function writeBatchOfInserts(
+  db: Dialect,
+  accountId: number,
+  operations: readonly BatchInsert[],
+  grouped: boolean,
+): Promise<BatchResult[]> {
+  let results: BatchResult[] | undefined;
+  try {
+    results = await insertTogether(db, accountId, operations, Date.now() + db.queryTimeoutMs);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'query_timeout') throw error.inOperation(operations.length - 1);
+    if (grouped) throw error;
+  }
+  return results ?? writeBatchAlone(db, accountId, operations);
+}
+
+/**
+ * Inserts alone as one write of the dialect's that commits on its own (RowPort.insertSeveral: on
+ * PostgreSQL one statement over every collection, on SQLite a statement each in one transaction of its
+ * writer), where writeBatchAlone() holds each collection from its transaction's first statement to its
+ * commit. Each insert's rows are checked in Node first, in order, against the schema their collection
+ * was last seen with, which the write makes sure is still its. Undefined, with nothing written, where the
+ * batch must go through writeBatchAlone(), whose answer is then the batch's: a row too heavy or one its
+ * schema (as last seen) refuses, which writeBatchAlone() names once it has the collection's schema for
+ * sure; rows that may name rows of other collections, which must see the rows inserted before them
+ * and hold those they name; a collection the write did not find as checked (missing, of another schema,
+ * on PostgreSQL with a search index).
+ */
+async function insertTogether(
+  db: Dialect,
+  accountId: number,
+  operations: readonly BatchInsert[],
+  deadline: number,
+): Promise<BatchResult[] | undefined> {
+  const byCollection = new Map<string, CollectionInserts>();
+  /** By collection, in the order of byCollection, the operation of each of its inserts, and their rows. */
+  const ofCollection = new Map<string, { operations: number[]; rows: Fields[] }>();
+  const texts: string[][] = [];
+  for (const [index, { collection, rows }] of operations.entries()) {
+    let inserts = byCollection.get(collection);
+    let own = ofCollection.get(collection);
+    if (!inserts || !own) {
+      inserts = { collection, schemaId: db.schemas.hint(accountId, collection), inserts: [] };
+      own = { operations: [], rows: [] };
+      byCollection.set(collection, inserts);
+      ofCollection.set(collection, own);
+    }
+    texts[index] = rows.map((fields) => JSON.stringify(fields));
+    if (texts[index].some(overRowBound)) return undefined;
+    inserts.inserts.push(texts[index]);
+    own.operations.push(index);
+    own.rows.push(...rows);
+  }
+  // A collection's rows checked at once: which operation a refused row is in, writeBatchAlone() says.
+  for (const { collection, schemaId } of byCollection.values()) {
+    if (schemaId === 0) continue;
+    try {
+      await db.schemas.validate(db.query, schemaId, collection, ofCollection.get(collection)?.rows ?? []);
+    } catch {
+      return undefined;
+    }
+    if (db.schemas.names(schemaId)) return undefined;
+  }
+  const collections = [...byCollection.values()];
+  const firsts = await db.rows.insertSeveral(accountId, collections, deadline);
+  if (!firsts) return undefined;
+  const results: BatchResult[] = [];
+  for (const [place, { collection }] of collections.entries()) {
+    for (const [nth, index] of (ofCollection.get(collection)?.operations ?? []).entries()) {
+      results[index] = { op: 'insert', rows: insertedRows(firsts[place][nth], texts[index]) };
+    }
+  }
+  return results;
 }
 
 /**
@@ -256,7 +345,10 @@ async function holdCollections(db: Dialect, trx: WriteTx, accountId: number, col
   const order = collections.length > 1 ? holdingOrder(await accountRelations(db, trx, accountId), collections) : collections;
   for (const collection of order) {
     try {
-      schemas.set(collection, (await advance(db, trx, accountId, collection, 0)).schemaId);
+      const { schemaId } = await advance(db, trx, accountId, collection, 0);
+      schemas.set(collection, schemaId);
+      // The schema a batch of inserts alone checks its rows with the next time (insertTogether).
+      db.schemas.note(accountId, collection, schemaId);
     } catch (error) {
       if ((error as ApiError).code !== 'not_found') throw error;
     }

@@ -3,7 +3,7 @@
 // collection that set as many fields, queued side by side become one statement (sql/), run on the
 // writer's connection (writer.ts, SqliteWriter) and announced to the feed once committed
 // (announceOnCommit). Reads of rows by id go to the read-only connections, merged (readers.ts).
-import { rowNotFound } from '../../errors.ts';
+import { queryTimeout, rowNotFound } from '../../errors.ts';
 import type { OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import { rowJson, versionOf } from '../../rows.ts';
@@ -77,6 +77,24 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
         schemaId,
         inserts.map((texts) => ({ texts })),
       ),
+    /** The collections' inserts one after another, each one statement, in one transaction of the writer's. */
+    async insertSeveral(accountId, collections, deadline) {
+      try {
+        return await writes.run(async (trx) => {
+          const firsts: FirstInserted[][] = [];
+          for (const { collection, schemaId, inserts } of collections) {
+            const each = inserts.map((texts) => ({ texts }));
+            firsts.push(await writeInserts(parts, trx, accountId, collection, schemaId, each));
+          }
+          // Rolled back, as a batch's transaction is past it (../rows/batch.ts).
+          if (Date.now() > deadline) throw queryTimeout(parts.db.queryTimeoutMs);
+          return firsts;
+        });
+      } catch (error) {
+        if (error instanceof StaleSchema) return undefined;
+        throw error;
+      }
+    },
     // No async step of its own: every get-row comes through here.
     readRow: (accountId, collection, rowId, now) => readMerged<ReadRow>(rowsSql, [accountId, collection, rowId, now]),
     // Read on the writer, which no other write comes between the read and the patch.

@@ -1,11 +1,12 @@
 // Batches of inserts alone (src/db/rows/batch.ts, writeBatch) that wait beside each other are written
-// together, one transaction and one statement a collection: each batch answered its own rows, after
-// those of the batches before it in the group, and a group that fails runs each batch again alone, so
-// that only the failing one fails, naming its own operation.
+// together as one write (on PostgreSQL one statement over their collections): each batch answered its
+// own rows, after those of the batches before it in the group, and a group that fails runs each batch
+// again alone, so that only the failing one fails, naming its own operation.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import type { BatchOperation, BatchResult } from '../../../src/db/rows/batch.ts';
 import { ApiError } from '../../../src/errors.ts';
+import { checkRowSchema } from '../../../src/schema/check.ts';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
 import { range } from '../../support/feed.ts';
 
@@ -77,5 +78,54 @@ describeEachBackend('batches of inserts written together', (backend) => {
     expect([problem.code, problem.options.operation]).to.deep.equal(['not_found', 1]);
     expectRows(settled, ns, 12, failing);
     expect([await stored('a'), await stored('b')]).to.deep.equal([23, 46]);
+  });
+
+  it('fails only the batch whose row takes a value of a unique index, naming its operation, the others written', async () => {
+    await store.createCollection(accountId, 'u');
+    await store.createIndex(accountId, 'u', ['email'], true);
+    await store.insertRows(accountId, 'u', [{ email: 'taken' }]);
+    const failing = 5;
+    const settled = await Promise.allSettled(
+      range(1, 8).map((n) =>
+        store.writeBatch(accountId, [
+          { op: 'insert', collection: 'a', rows: [{ n }] },
+          { op: 'insert', collection: 'u', rows: [{ email: n === failing ? 'taken' : `e${n}` }] },
+        ]),
+      ),
+    );
+    const refused = settled[failing - 1];
+    expect(refused.status).to.equal('rejected');
+    const problem = (refused as PromiseRejectedResult).reason as ApiError;
+    expect([problem.code, problem.options.operation]).to.deep.equal(['unique_violation', 1]);
+    expect(settled.filter(({ status }) => status === 'fulfilled')).to.have.length(7);
+    const emails = await store.knex('rows').join('collections', 'collections.id', 'rows.collection_id').where({ name: 'u' }).select('data');
+    expect(emails.map(({ data }) => JSON.parse(data).email).sort()).to.deep.equal(['e1', 'e2', 'e3', 'e4', 'e6', 'e7', 'e8', 'taken']);
+    expect(await stored('a')).to.equal(30);
+  });
+
+  it('checks a batch against the schema another instance set since this one last saw the collection', async () => {
+    await store.createCollection(accountId, 'typed');
+    expect(rowsOf((await store.writeBatch(accountId, [{ op: 'insert', collection: 'typed', rows: [{ n: 1 }] }]))[0])).to.deep.equal([
+      { id: 1, n: 1 },
+    ]);
+    const other = await openStore(database.url);
+    try {
+      await other.putSchema(accountId, 'typed', checkRowSchema({ type: 'object', properties: { n: { type: 'integer' } } }, 'schema'));
+    } finally {
+      await other.close();
+    }
+    const refused = await store
+      .writeBatch(accountId, [
+        { op: 'insert', collection: 'a', rows: [{ n: 0 }] },
+        { op: 'insert', collection: 'typed', rows: [{ n: 'two' }] },
+      ])
+      .catch((error: unknown) => error as ApiError);
+    expect(refused).to.be.instanceOf(ApiError);
+    expect([(refused as ApiError).code, (refused as ApiError).options.operation]).to.deep.equal(['row_invalid', 1]);
+    const [, written] = await store.writeBatch(accountId, [
+      { op: 'insert', collection: 'a', rows: [{ n: 0 }] },
+      { op: 'insert', collection: 'typed', rows: [{ n: 2 }] },
+    ]);
+    expect(rowsOf(written)).to.deep.equal([{ id: 2, n: 2 }]);
   });
 });

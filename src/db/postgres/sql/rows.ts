@@ -56,6 +56,35 @@ export const updateRowSql = `with updated as (
 const searchedIf: Record<string, string> = { false: ' and search is null', true: '', words: ' and search = $9::text' };
 
 /**
+ * What an insert statement writes of the rows of `batch` (each row's collection, id, seq, text, time
+ * and its collection's time to live's field), the collections' `counters` held and moved already: the
+ * rows, their insert events, and their sort keys and unique keys by the `sorted` and `uniques` of
+ * their collection's counters (see insertBatchSql).
+ */
+const rowsWritten = `, stored as (
+    insert into rows (collection_id, id, data, version, expires_at)
+      select collection_id, id, data, seq, ${rowExpiry('data', 'ttl_field')} from batch
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, at)
+      select collection_id, seq, 'insert', id, ${rowJsonSql}, at
+        from batch
+  ), parsed as (
+    select b.collection_id, b.id, ${document('b').sql} as j from batch b
+  ), keyed as (
+    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
+        from counters c,
+          jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
+          lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+  ), uniqued as (
+    insert into unique_keys (collection_id, row_id, index_id, key)
+      select k.collection_id, k.id, (u.value ->> 0)::integer, ${parsedUniqueKey('k.j', 'u.value -> 1')}
+        from counters c,
+          jsonb_array_elements(c.uniques::jsonb) as u(value),
+          lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
+  )`;
+
+/**
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
  * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does), and the rows'
  * keys of each unique index (`uniques`; a key another row holds fails the statement: unique_keys_key).
@@ -222,30 +251,45 @@ function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, aft
   ), batch as (
     select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, c.ttl_field${rowColumns}
       from counters c, ${rows}
-  ), stored as (
-    insert into rows (collection_id, id, data, version, expires_at)
-      select collection_id, id, data, seq, ${rowExpiry('data', 'ttl_field')} from batch
-  ), logged as (
-    insert into events (collection_id, seq, type, row_id, row, at)
-      select collection_id, seq, 'insert', id, ${rowJsonSql}, at
-        from batch
-  ), parsed as (
-    select b.collection_id, b.id, ${document('b').sql} as j from batch b
-  ), keyed as (
-    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
-        from counters c,
-          jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
-          lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p offset 0) k
-  ), uniqued as (
-    insert into unique_keys (collection_id, row_id, index_id, key)
-      select k.collection_id, k.id, (u.value ->> 0)::integer, ${parsedUniqueKey('k.j', 'u.value -> 1')}
-        from counters c,
-          jsonb_array_elements(c.uniques::jsonb) as u(value),
-          lateral (select p.collection_id, p.id, p.j from parsed p offset 0) k
-  )${after}
+  )${rowsWritten}${after}
   ${answer}`;
 }
+
+/**
+ * A batch's inserts into several collections (../../rows/batch.ts) as one statement run alone, as
+ * insertBatchSql is one collection's: $1 the account; $2 the collections' names, one a line; $3 the
+ * schema id each one's rows were checked with, and $4 its number of rows, joined by commas, in the same
+ * order; $5 the rows' texts, one a line, the first collection's, then the next one's, and so on; $6 and
+ * $7 the NOTIFY's channel and this instance. The collections' rows are held first, in the order of
+ * their names (by code point, as ../../relations/links.ts, holdingOrder, orders them), so that it never
+ * waits in a circle with a batch or a delete over the same collections. Unless every one is there, of
+ * the schema its rows were checked with, and without a search index (whose words this does not write),
+ * nothing is written and no row answered. Else each collection's rows follow its last id and seq, and it
+ * answers, for each collection, its id, its place in $2 (from 1) and its first row's id and seq.
+ */
+export const insertSeveralSql = `with wanted as (
+    select w.name, w.schema_id, w.n, w.place, (sum(w.n) over (order by w.place) - w.n)::bigint as skipped
+      from unnest(string_to_array($2::text, chr(10)), string_to_array($3::text, ',')::bigint[], string_to_array($4::text, ',')::bigint[])
+        with ordinality as w(name, schema_id, n, place)
+  ), held as materialized (
+    select c.schema_id = w.schema_id and c.search is null as fits
+      from collections c join wanted w on w.name = c.name
+      where c.account_id = $1
+      order by c.name collate "C"
+      for no key update of c
+  ), counters as (
+    update collections c set last_row_id = c.last_row_id + w.n, last_seq = c.last_seq + w.n, row_count = c.row_count + w.n
+      from wanted w
+      where c.account_id = $1 and c.name = w.name
+        and (select count(*) filter (where fits) from held) = (select count(*) from wanted)
+      returning c.id, w.place, w.skipped, w.n, c.last_row_id - w.n as before_id, c.last_seq - w.n as before_seq, c.sorted,
+        c.uniques, c.ttl_field, to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+  ), batch as (
+    select c.id as collection_id, c.before_id + t.ord - c.skipped as id, c.before_seq + t.ord - c.skipped as seq, t.data, c.at, c.ttl_field
+      from counters c
+        join unnest(string_to_array($5::text, chr(10))) with ordinality as t(data, ord) on t.ord > c.skipped and t.ord <= c.skipped + c.n
+  )${rowsWritten}
+  select id, place, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($6, $7 || ' ' || id) from counters`;
 
 /**
  * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` the version of
