@@ -602,12 +602,8 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- relatedRows(to-one, by id)
-select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 1) end as json
-from (select * from (select r.*, row_number() over (partition by k order by id asc) as rn
-  from (select rows.id as k, rows.id, rows.data from rows
-    where rows.collection_id = ? and rows.id in (select jsonb_array_elements_text(?::jsonb)::bigint) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
-  where rn <= ? order by k, rn) r
-group by k;
+select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end as json from rows
+where rows.collection_id = ? and rows.id in (select jsonb_array_elements_text(?::jsonb)::bigint) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>);
 
 -- relatedRows(to-many, through a sort index, by a field desc)
 select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 10) end as json

@@ -546,12 +546,8 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- relatedRows(to-one, by id)
-select k, count(*) as n, group_concat(case when rn <= 1 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json
-from (select * from (select r.*, row_number() over (partition by k order by id asc) as rn
-  from (select rows.id as k, rows.id, rows.data from rows
-    where rows.collection_id = ? and rows.id in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
-  where rn <= ? order by k, rn) r
-group by k;
+select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end as json from rows
+where rows.collection_id = ? and rows.id in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>);
 
 -- relatedRows(to-many, through a sort index, by a field desc)
 select k, count(*) as n, group_concat(case when rn <= 10 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json

@@ -330,7 +330,10 @@ async function readRows(
 ): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
   const read = await store.listRows(principal.accountId, scope.collection, page, expansions);
   const { n, seq, total } = read;
-  const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), read, page.order)) : null;
+  const next =
+    n > 0 && n === page.limit
+      ? makeCursor(scope, placeOf(read.last === undefined ? lastRow(read.json) : JSON.parse(read.last), read, page.order))
+      : null;
   const json = grant ? grant.maskRows(read.json) : read.json;
   // The expanded rows stay whatever fields are selected.
   const select = scope.select && expansions ? [...scope.select, EXPANDED] : scope.select;

@@ -16,6 +16,7 @@ import type { RelatedPart, RelatedRead } from '../engine/sql/related.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
+import { elementTexts, numbersOf } from './page-rows.ts';
 import { lookUpIndex } from './pages.ts';
 
 type Fields = Record<string, unknown>;
@@ -60,10 +61,16 @@ export type ReadAt = { collection: CollectionRef; seq: number };
 /** The page's rows changed between their read and their related rows' (ReadAt): the expansions are for a snapshot to read. */
 export class PageMoved extends Error {}
 
+/** An expanded page: its JSON text, and its last row's text as read (before its expansions were set in), for its cursor. */
+export type ExpandedPage = { json: string; last?: string };
+
 /**
  * The page `json` (an array of rows; with `versions`, of `{ etag, row }`) with `expansions` set into its
  * rows, then theirs into the related rows, and so on: each read from `source`, in the snapshot the page
- * was read in (related.ts, readRelatedPage), of the rows that live at `now`, as the page's.
+ * was read in (related.ts, readRelatedPage), of the rows that live at `now`, as the page's. The page's
+ * rows are not parsed: each one's id and the fields its to-one relations name are read off its text
+ * (page-rows.ts), and its expansions set into that text; only a row holding a stored field named
+ * EXPANDED (or a name written with an escape) is parsed and written again without it.
  */
 export async function expandPage(
   source: PageSource,
@@ -73,21 +80,36 @@ export async function expandPage(
   expansions: readonly Expansion[],
   now: number,
   at?: ReadAt,
-): Promise<string> {
-  const items = JSON.parse(json) as Fields[];
-  const rows = versions ? items.map((item) => item.row as Fields) : items;
+): Promise<ExpandedPage> {
+  const items = elementTexts(json);
+  const texts = versions ? items.map((item) => item.slice(rowAt(item), -1)) : items;
+  const names = ['id', ...expansions.filter((expansion) => expansion.kind === 'to_one').map((expansion) => expansion.field)];
+  const rows = texts.map((text, index) => {
+    const numbers = numbersOf(text, names, EXPANDED);
+    if (numbers) return numbers;
+    const row = JSON.parse(text) as Fields;
+    delete row[EXPANDED];
+    texts[index] = JSON.stringify(row);
+    return row;
+  });
   const expanded = await expandedTexts(source, accountId, rows, expansions, now, at);
-  const texts = rows.map((row, index) => rowText(row, expanded[index]));
-  return `[${versions ? items.map((item, index) => `{"etag":${JSON.stringify(item.etag)},"row":${texts[index]}}`).join(',') : texts.join(',')}]`;
+  const spliced = texts.map((text, index) => withExpanded(text, expanded[index]));
+  const answered = versions ? items.map((item, index) => `${item.slice(0, rowAt(item))}${spliced[index]}}`) : spliced;
+  return { json: `[${answered.join(',')}]`, last: texts.at(-1) };
 }
+
+/** Where the row starts in a versioned page's item (openapi.yaml, VersionedRow: `{"etag":…,"row":{…}}`), whose ETag never holds `"row":`. */
+const rowAt = (item: string) => item.indexOf('"row":') + '"row":'.length;
 
 /** `row` as JSON text with `expanded` as its member EXPANDED (none without): a stored field of that name is never answered as an expansion. */
 function rowText(row: Fields, expanded: string | undefined): string {
   delete row[EXPANDED];
-  const text = JSON.stringify(row);
-  if (expanded === undefined) return text;
-  return `${text.slice(0, -1)}${text === '{}' ? '' : ','}"${EXPANDED}":${expanded}}`;
+  return withExpanded(JSON.stringify(row), expanded);
 }
+
+/** A row's JSON text `text` (holding no member EXPANDED) with `expanded` set in as that member (none without). */
+const withExpanded = (text: string, expanded: string | undefined) =>
+  expanded === undefined ? text : `${text.slice(0, -1)}${text === '{}' ? '' : ','}"${EXPANDED}":${expanded}}`;
 
 /**
  * The member EXPANDED of each of `rows` as JSON text, in their order: each of `expansions` read for all of

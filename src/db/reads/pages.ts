@@ -32,6 +32,8 @@ export type RowsPage = {
    * `field`, read in the page's snapshot; none where the row has none (related.ts): its cursor's place.
    */
   related?: Record<string, unknown>;
+  /** The last row's JSON text as read, before the expansions set into the page (expand.ts): its cursor's place. */
+  last?: string;
 } & Relevance;
 
 /**

@@ -47,7 +47,7 @@ export async function readRelatedPage(
     const answer = await readPage(reads, accountId, collection, { ...page, filter });
     if (ordered && answer.n > 0 && !page.versions) answer.related = await relatedValues(reads, accountId, page, lastRow(answer.json));
     if (!expanding) return answer;
-    return { ...answer, json: await expandPage(reads, accountId, answer.json, page.versions === true, expansions, page.now) };
+    return { ...answer, ...(await expandPage(reads, accountId, answer.json, page.versions === true, expansions, page.now)) };
   });
 }
 
@@ -74,7 +74,7 @@ async function expandedAlone(
   const answer = await readPage(source, accountId, collection, page);
   const at = { collection: byName(accountId, collection), seq: answer.seq };
   try {
-    return { ...answer, json: await expandPage(source, accountId, answer.json, page.versions === true, expansions, page.now, at) };
+    return { ...answer, ...(await expandPage(source, accountId, answer.json, page.versions === true, expansions, page.now, at)) };
   } catch (error) {
     if (error instanceof PageMoved) return undefined;
     throw error;

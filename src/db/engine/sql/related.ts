@@ -1,7 +1,7 @@
 // The SQL of the rows related to a page's (../../reads/expand.ts), as both dialects build it: one statement
-// for a relation of the whole page, each key's rows (a to-one's row by its id, a to-many's rows by the
-// relation field's sort index) numbered in their order by a window, at most as many of each as asked, and
-// joined as JSON text, one row of the answer for each key. Each dialect gives how it binds the keys, joins
+// for a relation of the whole page: a to-one's rows by their ids, each one's JSON text; a to-many's rows
+// by the relation field's sort index, numbered in their order by a window, at most as many of each key as
+// asked, and joined as JSON text, one row of the answer for each key. Each dialect gives how it binds the keys, joins
 // a key's rows and reads their fields for an order (RelatedJson, FieldOrder): sqlite/sql/reads.ts,
 // postgres/sql/reads.ts.
 import { ordersRelated, type SortKey } from '../../../query/order.ts';
@@ -56,6 +56,8 @@ export interface RelatedJson {
   slotOf(id: Sql, field: string): Sql;
   /** The keys of `sort_keys k` joined with their rows, as `rows`. */
   keyedRows: string;
+  /** A row's JSON text, of its columns `id` and `data`. */
+  row: string;
   /** The JSON texts of a key's rows, numbered `rn` in their order and coming in it, the first `joined` of them, joined in that order. */
   rows(joined: number): string;
   /** Ends the subquery of the rows ordered through a relation, so that each related row is looked up once (PageJson's). */
@@ -65,6 +67,17 @@ export interface RelatedJson {
 /** The statement of a relation's rows for a whole page: its rows are RelatedPart. */
 export function relatedPage(json: RelatedJson, byField: FieldOrder, read: RelatedRead): Statement {
   const { collection, keys, by, where, order, each, joined, now, keysSeq } = read;
+  const list = JSON.stringify(keys);
+  const filtered = where ? sql` and (${where})` : raw('');
+  const seq = keysSeq
+    ? sql`
+    union all select 0, ${keysSeq}, null`
+    : raw('');
+  if (by === 'id') {
+    // A key's row is the one of its id, if any: nothing to number, cut or join.
+    return sql`select rows.id as k, 1 as n, ${raw(json.row)} as json from rows
+    where rows.collection_id = ${collection.id} and rows.id in ${json.keys(list, 'id')} and ${liveRowSql('rows', now)}${filtered}${seq}`;
+  }
   let columns = 'rows.id, rows.data';
   const bindings: SqlValue[] = [];
   const placed: string[] = [];
@@ -80,25 +93,8 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
   });
   // Ties break by id, in the last key's direction.
   if (!order.some((key) => key.field === 'id')) placed.push(`id ${order.at(-1)?.direction ?? 'asc'}`);
-  const list = JSON.stringify(keys);
-  let [key, from, keyed, noIndex] = [raw('rows.id'), raw('rows'), sql`rows.id in ${json.keys(list, 'id')}`, raw('')];
-  if (by !== 'id' && 'index' in by) {
-    const slot = json.slotOf(collection.id, by.index);
-    key = raw('k.num');
-    from = raw(json.keyedRows);
-    keyed = sql`k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1 and k.num in ${json.keys(list, 'num')}`;
-    noIndex = sql`
-    union all select null, null, null where ${slot} is null`;
-  } else if (by !== 'id') {
-    key = json.fieldKey(by.field);
-    keyed = sql`${key} in ${json.keys(list, 'num')}`;
-  }
-  const filtered = where ? sql` and (${where})` : raw('');
+  const { key, from, keyed, noIndex } = keyedRows(json, collection, by, list);
   const fence = raw(ordersRelated(order) ? ` ${json.fence}` : '');
-  const seq = keysSeq
-    ? sql`
-    union all select 0, ${keysSeq}, null`
-    : raw('');
   // Numbered, cut, then sorted by key and number, so that each key's rows come to its group in their order.
   return sql`select k, count(*) as n, ${raw(json.rows(joined))} as json
     from (select * from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
@@ -106,4 +102,24 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
         where rows.collection_id = ${collection.id} and ${keyed} and ${liveRowSql('rows', now)}${filtered}${fence}) r) r
       where rn <= ${each} order by k, rn) r
     group by k${noIndex}${seq}`;
+}
+
+/**
+ * How a to-many's statement finds the rows of its keys (`list`, a JSON array): `key`, the SQL of a row's
+ * key; `from`, what it reads; `keyed`, the condition on them; `noIndex`, the row it answers when the sort
+ * index it reads through is none (RelatedRead.by).
+ */
+function keyedRows(json: RelatedJson, collection: CollectionRef, by: { index: string } | { field: string }, list: string) {
+  if ('index' in by) {
+    const slot = json.slotOf(collection.id, by.index);
+    return {
+      key: raw('k.num'),
+      from: raw(json.keyedRows),
+      keyed: sql`k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1 and k.num in ${json.keys(list, 'num')}`,
+      noIndex: sql`
+    union all select null, null, null where ${slot} is null`,
+    };
+  }
+  const key = json.fieldKey(by.field);
+  return { key, from: raw('rows'), keyed: sql`${key} in ${json.keys(list, 'num')}`, noIndex: raw('') };
 }

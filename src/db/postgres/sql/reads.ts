@@ -99,6 +99,7 @@ const relatedJson: RelatedJson = {
   slotOf: (id, field) =>
     sql`(select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
         where c.id = ${id} and e.f = ${field})`,
+  row: rowJsonSql,
   keyedRows: 'sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows',
   rows: (joined) =>
     `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by rn) filter (where rn <= ${joined}) end`,

@@ -135,6 +135,7 @@ const relatedJson: RelatedJson = {
     return { sql: `(case when ${type} = 'integer' then ${value} end)`, params: [key, key] };
   },
   slotOf: (id, field) => sql`(select j.key from collections c, json_each(c.sorted) j where c.id = ${id} and j.value = ${field})`,
+  row: rowJsonSql,
   keyedRows: 'sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
   // Joined as they come (pageJsonSql): the subquery hands each key's rows over in their order; an ORDER BY of
   // group_concat would sort them again.
