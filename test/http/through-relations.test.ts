@@ -79,7 +79,7 @@ describeEachBackend('reads through relations', (backend) => {
     let moving = true;
     const writer = (async () => {
       try {
-        for (let step = 0; step < 60 && moving; step++) {
+        for (let step = 0; step < 30 && moving; step++) {
           const [to, from] = step % 2 === 0 ? [2, 1] : [1, 2];
           const operations = [
             { op: 'update', collection: 'authors', id: to, patch: { on: true } },
