@@ -118,12 +118,35 @@ function baseOf(base: object, version: AccountVersion): JsonObject {
 const localComponent = /^#\/components\/(schemas|requestBodies)\/(.+)$/;
 
 /**
+ * The names of the schemas and request bodies that the `$ref`s within `node` name, found once for each
+ * node: the base documents' parts, which every collection's copies are made of, are walked once.
+ */
+const namedWithin = new WeakMap<object, ReadonlySet<string>>();
+
+function namesWithin(node: object): ReadonlySet<string> {
+  let names = namedWithin.get(node);
+  if (names === undefined) {
+    const found = new Set<string>();
+    for (const [key, value] of Object.entries(node)) {
+      const name = key === '$ref' && typeof value === 'string' ? localComponent.exec(value)?.[2] : undefined;
+      if (name !== undefined) found.add(name);
+      else if (value !== null && typeof value === 'object') for (const each of namesWithin(value)) found.add(each);
+    }
+    names = found;
+    namedWithin.set(node, names);
+  }
+  return names;
+}
+
+/**
  * `node` with every `$ref` to a schema or request body named in `renamed` pointing at its new name
- * (of the same kind) instead. A new value.
+ * (of the same kind) instead: new objects on the way to each such `$ref`, the rest of `node` itself
+ * (a collection's copy of a generic operation shares its parameters and error responses with it). Not
+ * to be changed: copy what is changed.
  */
 function retarget(node: unknown, renamed: Record<string, string>): unknown {
+  if (node === null || typeof node !== 'object' || !renames(node, renamed)) return node;
   if (Array.isArray(node)) return node.map((item) => retarget(item, renamed));
-  if (!isObject(node)) return node;
   const out: JsonObject = {};
   for (const [key, value] of Object.entries(node)) {
     const [, kind, name] = (key === '$ref' && typeof value === 'string' && localComponent.exec(value)) || [];
@@ -132,22 +155,32 @@ function retarget(node: unknown, renamed: Record<string, string>): unknown {
   return out;
 }
 
-/** The generic request body `generic` of openapi.yaml as a typed collection's own: its types, no examples. */
-function collectionRequestBody(generic: JsonObject, collection: string, renamed: Record<string, string>): JsonObject {
-  const copy = retarget(generic, renamed) as JsonObject;
-  copy.description = `${String(generic.description).trimEnd()}\n\nOf the collection \`${collection}\`, its top-level merge typed by its schema.\n`;
-  withoutExamples(copy);
-  return copy;
+/** Whether a `$ref` within `node` names one of `renamed`. */
+function renames(node: object, renamed: Record<string, string>): boolean {
+  for (const name of namesWithin(node)) if (name in renamed) return true;
+  return false;
 }
 
-/** Removes the examples of each media type of `holder` (a request body or a response), if it has any. */
-function withoutExamples(holder: unknown): void {
-  if (!isObject(holder) || !isObject(holder.content)) return;
-  for (const media of Object.values(holder.content)) {
-    if (!isObject(media)) continue;
-    delete media.example;
-    delete media.examples;
-  }
+/** The generic request body `generic` of openapi.yaml as a typed collection's own: its types, no examples. */
+function collectionRequestBody(generic: JsonObject, collection: string, renamed: Record<string, string>): JsonObject {
+  const copy = {
+    ...(retarget(generic, renamed) as JsonObject),
+    description: `${String(generic.description).trimEnd()}\n\nOf the collection \`${collection}\`, its top-level merge typed by its schema.\n`,
+  };
+  return withoutExamples(copy) as JsonObject;
+}
+
+/** `holder` (a request body or a response) without the examples of its media types: a new value when it has content, else itself. */
+function withoutExamples(holder: unknown): unknown {
+  if (!isObject(holder) || !isObject(holder.content)) return holder;
+  const content = Object.fromEntries(
+    Object.entries(holder.content).map(([type, media]) => {
+      if (!isObject(media)) return [type, media];
+      const { example: _example, examples: _examples, ...rest } = media;
+      return [type, rest];
+    }),
+  );
+  return { ...holder, content };
 }
 
 /**
@@ -162,8 +195,8 @@ function collectionOperation(
   links: JsonObject,
 ): JsonObject {
   const generic = operation.operationId as keyof typeof rowOperations;
-  const copy = retarget(operation, renamed) as JsonObject;
-  if (isObject(copy.responses)) for (const response of Object.values(copy.responses)) collectionLinks(response, collection, links);
+  const copy = { ...(retarget(operation, renamed) as JsonObject) };
+  if (isObject(copy.responses)) copy.responses = eachResponse(copy.responses, (response) => collectionLinks(response, collection, links));
   copy.operationId = rowOperationId(collection, generic);
   copy.tags = [collectionTag(collection)];
   copy.summary = `${String(operation.summary).replace(/\.$/, '')} (\`${collection}\`).`;
@@ -179,23 +212,28 @@ function collectionOperation(
       );
     }
     // The examples of openapi.yaml are rows of no schema, which this collection's schema may refuse.
-    for (const holder of [copy.requestBody, ...Object.values(isObject(copy.responses) ? copy.responses : {})]) withoutExamples(holder);
+    if (copy.requestBody !== undefined) copy.requestBody = withoutExamples(copy.requestBody) as JsonObject;
+    if (isObject(copy.responses)) copy.responses = eachResponse(copy.responses, withoutExamples);
   }
   return copy;
 }
+
+/** `responses` with `change` made to each: a new object. */
+const eachResponse = (responses: JsonObject, change: (response: unknown) => unknown): JsonObject =>
+  Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, change(response)]));
 
 /** A `$ref` to a link of the document's components. */
 const localLink = /^#\/components\/links\/(.+)$/;
 
 /**
- * The links of `response` (of a collection's copy of an operation; a new object, changed in place), each
- * to the collection's own copy of the row operation it names (`getRow` → `get<Prefix>Row`), without
+ * `response` (of a collection's copy of an operation) with its links, if it has any (a new value, else
+ * itself), each to the collection's own copy of the row operation it names (`getRow` → `get<Prefix>Row`), without
  * `collection_name`, which that copy's path names: so a stateful tester chains a created row of the
  * collection to its read, patch and delete, typed as the collection's. `links` resolves a `$ref`.
  */
-function collectionLinks(response: unknown, collection: string, links: JsonObject): void {
-  if (!isObject(response) || !isObject(response.links)) return;
-  response.links = Object.fromEntries(
+function collectionLinks(response: unknown, collection: string, links: JsonObject): unknown {
+  if (!isObject(response) || !isObject(response.links)) return response;
+  const linked = Object.fromEntries(
     Object.entries(response.links).map(([name, link]) => {
       const ref = isObject(link) && typeof link.$ref === 'string' ? localLink.exec(link.$ref)?.[1] : undefined;
       const resolved = (ref === undefined ? link : links[ref]) as JsonObject;
@@ -205,6 +243,7 @@ function collectionLinks(response: unknown, collection: string, links: JsonObjec
       return [name, { ...resolved, operationId: rowOperationId(collection, generic), parameters }];
     }),
   );
+  return { ...response, links: linked };
 }
 
 /** The tag of a collection's operations. Tags of openapi.yaml are one word: this one never is. */
@@ -420,7 +459,7 @@ export function accountAsyncApi(base: object, collections: readonly CollectionCo
     const operationMessages: unknown[] = [];
     for (const { message, schema: payload, kind, key } of feedMessages) {
       const generic = baseSchemas[payload] as JsonObject;
-      const typedPayload = retarget(generic, renamed) as JsonObject;
+      const typedPayload = { ...(retarget(generic, renamed) as JsonObject) };
       typedPayload.description = `${String(generic.description).replace(/\.$/, '')}, in \`${name}\`.`;
       typedPayload.properties = { ...(typedPayload.properties as JsonObject), collection: { type: 'string', const: name } };
       schemas[rowTypeName(name, kind)] = typedPayload;
@@ -461,7 +500,7 @@ export function accountAsyncApi(base: object, collections: readonly CollectionCo
  */
 function changeSchema(baseSchemas: JsonObject, generic: string, collection: string, renamed: Record<string, string>): JsonObject {
   const schema = baseSchemas[generic] as JsonObject;
-  const copy = retarget(schema, renamed) as JsonObject;
+  const copy = { ...(retarget(schema, renamed) as JsonObject) };
   copy.description = `${String(schema.description).trimEnd()}\n\nOf the collection \`${collection}\`, its rows typed by its schema.`;
   if (changeMessages.includes(generic)) {
     copy.properties = { ...(copy.properties as JsonObject), collection: { type: 'string', const: collection } };

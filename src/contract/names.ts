@@ -174,11 +174,30 @@ function charactersOf(name: string): bigint {
 }
 
 /**
+ * The prefixes found lately, by collection name, at most MAX_PREFIXES (the first found forgotten first):
+ * a collection's part of a document names it some thirty times (its types, its operations), and a plan's
+ * diff builds the documents four times.
+ */
+const prefixes = new Map<string, string>();
+const MAX_PREFIXES = 10_000;
+
+/**
  * A collection's prefix: `notes` → `Notes`, `my_notes` → `MyNotes`, `my-notes` → `MyNotesAlt7` (the
  * rule is this file's first comment). Deterministic, a function of the name alone; distinct for
  * distinct names. `name` must be a collection name (`^[A-Za-z][A-Za-z0-9_-]{0,62}$`).
  */
 export function collectionPrefix(name: string): string {
+  let prefix = prefixes.get(name);
+  if (prefix === undefined) {
+    prefix = prefixOf(name);
+    if (prefixes.size >= MAX_PREFIXES) prefixes.delete(prefixes.keys().next().value as string);
+    prefixes.set(name, prefix);
+  }
+  return prefix;
+}
+
+/** collectionPrefix(), found anew. */
+function prefixOf(name: string): string {
   const { words, trailing } = wordsOf(name);
   const prefix = pascal(words);
   const spelling = spellingOf(words, trailing);

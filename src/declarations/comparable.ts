@@ -4,6 +4,9 @@
 // change of the type it names again at every path that reaches it, through as many `$ref`s as it took,
 // each report a copy with its own path: how many reports a change makes is how many ways there are to reach
 // it, which grows with every type on the way that names the next twice (exponentially with their depth).
+// A part that only one side holds (a new collection's paths and types) it reports added or removed at its
+// place without walking it, unless a `$ref` of what it walks leads there: it is given a stand-in of that
+// part (withPathStandIns, withoutSameComponents).
 import { rowTypeName } from '../contract/names.ts';
 import type { ContractKind } from '../contract/served.ts';
 import { canonical } from './model.ts';
@@ -101,11 +104,29 @@ function refsOfPart(kind: ContractKind, part: unknown): ReadonlyMap<string, numb
 }
 
 /**
- * Leaves out of both documents the components that hold no change and bear on none: those the same in
- * each, which neither the paths left (withoutSamePaths) nor a component kept names, and which name no
- * component that changed. What api-smart-diff reports is the same; it walks only what is left (the
- * generic types of openapi.yaml, most of a document, took it four fifths of its time). Answers the
- * components that changed, as `<section>/<name>`.
+ * A path as api-smart-diff pairs the paths of two documents (its `pathMappingResolver`): each template
+ * parameter as `*`, so that `/a/{x}` of one is `/a/{y}` of the other.
+ */
+const pathTemplate = (path: string) => path.replace(/{.*?}/g, '*');
+
+/** The paths of `document` that the other document `other` holds too, as api-smart-diff pairs them (pathTemplate). */
+function pairedPaths(document: Paths, other: Paths): string[] {
+  const others = new Set(Object.keys(other.paths ?? {}).map(pathTemplate));
+  return Object.keys(document.paths ?? {}).filter((path) => others.has(pathTemplate(path)));
+}
+
+/**
+ * Leaves out of both documents the components that hold no change and bear on none, and stands in for
+ * those of one document only that api-smart-diff does not walk. It walks the paths both documents hold
+ * (pairedPaths; the others stand in already: withPathStandIns), the components both hold, and what their
+ * `$ref`s lead to, on either side. A component both hold is left out when it is the same in each, names
+ * no component that changed, and nothing walked names it; one that one document holds alone, it reports
+ * added or removed at its place, as its rule of that place classifies it, without looking into it: when
+ * nothing walked names it, an empty object stands in for it. What api-smart-diff reports is the same
+ * (test/declarations/contract.test.ts compares it with the documents whole); it walks, and compared()
+ * copies, only what is left (the generic types of openapi.yaml, most of a document, took it four fifths
+ * of its time; a hundred new collections' types, the rest). Answers the components that changed, as
+ * `<section>/<name>`.
  */
 export function withoutSameComponents(kind: ContractKind, was: object, will: object): ReadonlySet<string> {
   const sides = [sectionsOf(kind, was), sectionsOf(kind, will)];
@@ -121,43 +142,86 @@ export function withoutSameComponents(kind: ContractKind, was: object, will: obj
     }
   }
   const changed = new Set<string>();
-  const names = new Map<string, Set<string>>();
+  const both = new Set<string>();
   for (const [key, { values }] of parts) {
     const [before, after] = values;
+    if (before !== undefined && after !== undefined) both.add(key);
     if (
       before === undefined ||
       after === undefined ||
       (before !== after && JSON.stringify(before) !== JSON.stringify(after) && canonical(before) !== canonical(after))
     )
       changed.add(key);
-    names.set(key, new Set([...refsOfPart(kind, before).keys(), ...refsOfPart(kind, after).keys()]));
   }
+  // What a component's `$ref`s name, on either side.
+  const namesOf = (key: string) => new Set((parts.get(key)?.values ?? []).flatMap((value) => [...refsOfPart(kind, value).keys()]));
   // What changed, and what names it, however indirectly: its meaning changes with it.
   const affected = new Set(changed);
+  const bothNames = new Map([...both].map((key) => [key, namesOf(key)]));
   for (let grew = true; grew; ) {
     grew = false;
-    for (const [key, named] of names) {
+    for (const [key, named] of bothNames) {
       if (affected.has(key) || ![...named].some((each) => affected.has(each))) continue;
       affected.add(key);
       grew = true;
     }
   }
-  // Kept: those, what the paths name, and whatever the kept name.
-  const waiting = [...affected];
-  for (const document of [was, will]) {
-    for (const item of Object.values((document as Paths).paths ?? {})) waiting.push(...refsOfPart(kind, item).keys());
+  // Walked: those both hold, kept; what the paths both hold name; and whatever the walked name.
+  const waiting = [...affected].filter((key) => both.has(key));
+  for (const [document, other] of [
+    [was, will],
+    [will, was],
+  ] as Paths[][]) {
+    for (const path of pairedPaths(document, other)) waiting.push(...refsOfPart(kind, document.paths?.[path]).keys());
   }
-  const kept = new Set<string>();
+  const walked = new Set<string>();
   for (let key = waiting.pop(); key !== undefined; key = waiting.pop()) {
-    if (kept.has(key)) continue;
-    kept.add(key);
-    waiting.push(...(names.get(key) ?? []));
+    if (walked.has(key) || !parts.has(key)) continue;
+    walked.add(key);
+    waiting.push(...(bothNames.get(key) ?? namesOf(key)));
   }
   for (const [key, { section, name }] of parts) {
-    if (kept.has(key)) continue;
-    for (const sections of sides) delete sections[section]?.[name];
+    if (walked.has(key)) continue;
+    for (const sections of sides) {
+      const entries = sections[section];
+      if (entries?.[name] === undefined) continue;
+      if (both.has(key)) delete entries[name];
+      else entries[name] = {};
+    }
   }
   return changed;
+}
+
+/**
+ * Stands in for each path that one document holds and the other does not (a new collection's, or a
+ * dropped one's), as api-smart-diff pairs them (pathTemplate): it reports each of its operations added
+ * or removed, as its rule of that place classifies it, and walks none of them, so the stand-in holds only
+ * its methods, each an empty object (methodsOf).
+ */
+export function withPathStandIns(was: Paths, will: Paths): void {
+  for (const [document, other] of [
+    [was, will],
+    [will, was],
+  ]) {
+    const paired = new Set(pairedPaths(document, other));
+    for (const [path, item] of Object.entries(document.paths ?? {}))
+      if (!paired.has(path)) (document.paths as Record<string, unknown>)[path] = methodsOf(item);
+  }
+}
+
+/** The methods of a path item, in the order api-smart-diff's `transformPathItems` lists them. */
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+/**
+ * The methods of the OpenAPI path item `item`, each an empty object, in the order api-smart-diff lists
+ * their adds or removals: the item's own, or, when it holds members other than methods (which its
+ * `transformPathItems` copies into each), METHODS' order.
+ */
+function methodsOf(item: unknown): Record<string, object> {
+  const members = isMap(item) ? (item as Record<string, unknown>) : {};
+  const keys = Object.keys(members);
+  const methods = keys.every((key) => METHODS.includes(key)) ? keys : METHODS.filter((method) => isMap(members[method]));
+  return Object.fromEntries(methods.map((method) => [method, {}]));
 }
 
 /** One change to a document (openapi.yaml, ContractChange). */

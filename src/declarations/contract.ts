@@ -9,7 +9,16 @@ import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
 import { ApiError, unavailable } from '../errors.ts';
 import { aside, OverTime } from './aside.ts';
-import { type ContractChange, changeOf, comparable, compared, type Paths, withoutSameComponents, withoutSamePaths } from './comparable.ts';
+import {
+  type ContractChange,
+  changeOf,
+  comparable,
+  compared,
+  type Paths,
+  withoutSameComponents,
+  withoutSamePaths,
+  withPathStandIns,
+} from './comparable.ts';
 import { canonical, type Model, type ModelCollection } from './model.ts';
 
 /** Whose view of the documents: a secret key's, or a publishable key's anonymous caller's. */
@@ -100,7 +109,8 @@ function touched(
  * What making the collections `current` the collections `target` does to the account's documents;
  * nothing is compared when no collection's part of them changes. The collections touched are compared
  * COMPARED_AT_ONCE at a time (each group with those related to it), each document with only the parts
- * that change or bear on a change (withoutSamePaths, withoutSameComponents): api-smart-diff's time and
+ * that change or bear on a change (withoutSamePaths, withoutSameComponents), and those of one side only
+ * that api-smart-diff does not walk as stand-ins (withPathStandIns): api-smart-diff's time and
  * memory grow with what it is given (a hundred collections in whole documents ran out of 4 GB; without
  * the parts that do not change, 0.2 GB). A change found in several groups' documents (a path of every
  * collection's) is listed once; one that only the whole documents show (a tag's place in the list)
@@ -120,7 +130,10 @@ function contractDiff(current: Model, target: Model, documents: Record<ContractK
       for (const viewer of ['secret', 'publishable'] as const) {
         const publishable = viewer === 'publishable' ? { claims: null } : undefined;
         const [was, will] = sides.map((collections) => comparable(kind, served.built(kind, collections, publishable)));
-        if (kind === 'openapi') withoutSamePaths(was as Paths, will as Paths, names);
+        if (kind === 'openapi') {
+          withoutSamePaths(was as Paths, will as Paths, names);
+          withPathStandIns(was as Paths, will as Paths);
+        }
         const changedParts = withoutSameComponents(kind, was, will);
         const listed = diff.documents[kind][viewer];
         const [older, newer] = compared(kind, was, will, names, changedParts);

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { type FieldError, validationFailed } from '../errors.ts';
-import { compileRowSchema, type RowSchema } from './compile.ts';
+import { checkCompiles, type RowSchema } from './compile.ts';
 import { escapePointer, issueOf } from './issues.ts';
 import { isObject, type SchemaProblem, walkSchema } from './keywords.ts';
 import { refProblems } from './refs.ts';
@@ -44,7 +44,7 @@ const metaSchema = new Ajv2020({ allErrors: true, logger: false });
  *    `pattern` one RE2 runs; every `$ref` names a subschema of the schema itself; and the root
  *    describes a row, `id` as the service has it (rootProblems).
  * 4. JSON Schema 2020-12's meta-schema accepts it.
- * 5. Ajv compiles it, in strict mode (compile.ts).
+ * 5. Ajv compiles it, in strict mode, as a validator is compiled (compile.ts, checkCompiles).
  */
 export function checkRowSchema(schema: unknown, where: string): RowSchema {
   const { checked, digest } = checkRowSchemaBeforeCompiling(schema, where);
@@ -82,7 +82,7 @@ export function checkRowSchemaBeforeCompiling(schema: unknown, where: string): {
  */
 export function compileToCheck(schema: RowSchema, digest: string, where: string): void {
   try {
-    compileRowSchema(schema);
+    checkCompiles(schema);
   } catch (error) {
     throw refusal(where, [{ at: '', message: `cannot be compiled: ${String((error as Error).message).slice(0, 200)}` }]);
   }

@@ -1,15 +1,92 @@
-// The contract's diff of a plan in the declarations' worker (src/declarations/contract.ts, aside.ts): one
-// not made within its time is a 503, the worker running it ended with the jobs waiting in it; the next diff
-// starts a worker of its own.
+// The contract's diff of a plan (src/declarations/contract.ts, comparable.ts): what api-smart-diff reports of
+// the documents whole, though it is given only the parts that bear on a change, and stand-ins of those one
+// side holds alone. In the declarations' worker (aside.ts): one not made within its time is a 503, the
+// worker running it ended with the jobs waiting in it; the next diff starts a worker of its own.
 import { readFile } from 'node:fs/promises';
+import { apiCompare } from 'api-smart-diff';
 import { expect } from 'chai';
+import { AccountContracts, type ContractKind } from '../../src/contract/served.ts';
 import { aside } from '../../src/declarations/aside.ts';
 import { targetOf } from '../../src/declarations/checks.ts';
-import { contractDiffAside } from '../../src/declarations/contract.ts';
+import { type ContractChange, changeOf, comparable } from '../../src/declarations/comparable.ts';
+import { contractDiffAside, diffAnswer } from '../../src/declarations/contract.ts';
 import { parseDeclaration } from '../../src/declarations/format.ts';
+import { canonical, type Model } from '../../src/declarations/model.ts';
 import type { ApiError } from '../../src/errors.ts';
 
+const none = () => undefined;
+
+/** The account's collections of `model` as the documents take them, without relations (whose expansions are compared by name). */
+const servedOf = (model: Model) =>
+  Object.entries(model.collections ?? {}).map(([name, { schema, rules }], index) => ({
+    name,
+    schema: schema as Record<string, unknown> | null,
+    relations: [],
+    rules: rules === null ? null : { collectionId: index + 1, version: 1, rules },
+    ttl: null,
+  }));
+
 describe("declarations: the contract's diff", () => {
+  it('reports what api-smart-diff reports of the documents whole, for each document and viewer', async () => {
+    const documents = {
+      openapi: await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'),
+      asyncapi: await readFile(new URL('../../asyncapi.yaml', import.meta.url), 'utf8'),
+    };
+    const model = async (text: string, current: Model = {}) => targetOf(parseDeclaration(text), current, none, {});
+    const people = `people:
+    schema: {type: object, required: [email], properties: {email: {type: string, maxLength: 80}, age: {type: integer}, kind: {enum: [a, b]}}}
+    rules: {read: true, create: authenticated}`;
+    const notes =
+      "notes: {schema: {type: object, $defs: {text: {type: string, maxLength: 9}}, properties: {text: {$ref: '#/$defs/text'}}}}";
+    const tags = 'tags: {}';
+    const base = await model(`collections:\n  ${people}\n  ${notes}\n  ${tags}\n`);
+    const plans: [string, Model, Model][] = [
+      ['new collections', { collections: {} }, base],
+      ['collections dropped', base, { collections: {} }],
+      [
+        'a schema narrowed, a field made optional',
+        base,
+        await model(
+          `collections:\n  ${people.replace('maxLength: 80', 'maxLength: 10').replace('required: [email], ', '')}\n  ${notes.replace('maxLength: 9', 'maxLength: 3')}\n  ${tags}\n`,
+          base,
+        ),
+      ],
+      [
+        'a schema dropped, another set',
+        base,
+        await model(
+          `collections:\n  people: {rules: {read: true, create: authenticated}}\n  ${notes}\n  tags: {schema: {type: object}}\n`,
+          base,
+        ),
+      ],
+      [
+        'rules changed, a collection added and one dropped',
+        base,
+        await model(
+          `collections:\n  ${people.replace('read: true', 'read: authenticated')}\n  ${notes}\n  labels: {rules: {read: true}}\n`,
+          base,
+        ),
+      ],
+    ];
+    const served = new AccountContracts(documents);
+    for (const [plan, current, target] of plans) {
+      const made = diffAnswer({ current, target, documents });
+      for (const kind of ['openapi', 'asyncapi'] as ContractKind[]) {
+        for (const viewer of ['secret', 'publishable'] as const) {
+          const publishable = viewer === 'publishable' ? { claims: null } : undefined;
+          const [was, will] = [current, target].map((side) =>
+            structuredClone(comparable(kind, served.built(kind, servedOf(side), publishable))),
+          );
+          const whole = new Map(apiCompare(was, will).diffs.map((reported) => [canonical(changeOf(reported)), changeOf(reported)]));
+          // The collections the plan does not touch are not in the documents compared: the places in the
+          // list of tags of those it does are not the whole documents' (docs/declarations.md).
+          const listed = (changes: ContractChange[]) => changes.filter(({ path }) => !path.startsWith('/tags/'));
+          expect(listed(made.documents[kind][viewer]), `${plan}: ${kind}, ${viewer}`).to.deep.equal(listed([...whole.values()]));
+        }
+      }
+    }
+  });
+
   it('answers 503 for a diff not made within its time, and makes the next in a new worker', async function () {
     // The next diff's worker starts cold (under tsx, its modules loaded again): seconds at load.
     this.timeout(60_000);

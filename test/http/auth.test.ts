@@ -34,6 +34,24 @@ describeEachBackend('authentication', (backend) => {
     expect(refused.headers.get('www-authenticate')).to.equal('Bearer realm="rowbase"');
   });
 
+  it("answers another account's read while a write holds the database's writer: its key, plan and usage read beside it", async () => {
+    // An account no request has come from yet: its key, its plan and its usage are read on its first.
+    const made = await server.store.createKey('reads-beside-a-write', TEST_PLAN);
+    const accountId = (await server.store.findPrincipal(made.key as string))?.accountId as number;
+    await server.store.createCollection(accountId, 'mine');
+    await server.store.insertRows(accountId, 'mine', [{ n: 2 }]);
+    const { key } = await server.store.createKey('reads-beside-a-write', TEST_PLAN);
+    // What a long write holds for all of its transaction (a declaration's apply): SQLite's one writer, a connection of PostgreSQL's pool.
+    const held = await server.store.knex.transaction();
+    try {
+      const read = await new Client(server.url, key).get('/v1/collections/mine/rows/1');
+      expect(read.status).to.equal(200);
+      expect(read.body).to.deep.equal({ id: 1, n: 2 });
+    } finally {
+      await held.rollback();
+    }
+  });
+
   it('refuses a key revoked by its own process at once', async () => {
     const { key, prefix } = await server.store.createKey('revoked-here', TEST_PLAN);
     const client = new Client(server.url, key);

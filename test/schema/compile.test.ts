@@ -6,6 +6,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { canonicalJson } from '../../src/schema/ajv.ts';
+import { checkCompiles, type RowSchema } from '../../src/schema/compile.ts';
 import { checkRowSchema, compileRowSchema, maxRowIssues, type RowIssue, type RowValidator } from '../../src/schema/index.ts';
 import { cpuTimed } from '../support/cpu.ts';
 
@@ -492,6 +493,39 @@ describe('row schemas', () => {
         );
         fc.assert(fc.property(row, (fields) => void expect(validate(fields)).to.deep.equal([])));
       });
+    });
+  });
+
+  describe('checkCompiles', () => {
+    it('refuses what compileRowSchema refuses, with its error, and compiles what it compiles', () => {
+      const schemas: Record<string, unknown>[] = [
+        {
+          type: 'object',
+          properties: { a: { type: 'string', maxLength: 9, pattern: '^[a-z]+$' }, b: { enum: [1, 'b'] } },
+          required: ['a', 'id'],
+        },
+        { type: 'object', $defs: { t: { $anchor: 'x', type: 'string' } }, properties: { a: { $ref: '#x' }, b: { $ref: '#/$defs/t' } } },
+        { type: 'object', properties: { a: { type: 'array', prefixItems: [{ type: 'integer' }], items: { format: 'date-time' } } } },
+        // Each of these Ajv refuses: an anchor named twice, a bound not a number, a pattern RE2 cannot read, a $ref to itself.
+        { type: 'object', $defs: { a: { $anchor: 'x' }, b: { $anchor: 'x' } }, properties: { p: { $ref: '#x' } } },
+        { type: 'object', properties: { p: { type: 'integer', maxLength: 'x' } } },
+        { type: 'object', properties: { p: { pattern: '[' } } },
+        { type: 'object', properties: { p: { $ref: '#/$defs/a' } }, $defs: { a: { $ref: '#/$defs/a' } } },
+      ];
+      const outcome = (compile: () => unknown) => {
+        try {
+          compile();
+          return 'compiles';
+        } catch (error) {
+          return String((error as Error).message);
+        }
+      };
+      const outcomes = schemas.map((schema) => [
+        outcome(() => checkCompiles(schema as RowSchema)),
+        outcome(() => compileRowSchema(schema as RowSchema)),
+      ]);
+      for (const [index, [checked, compiled]] of outcomes.entries()) expect(checked, `schema ${index}`).to.equal(compiled);
+      expect(outcomes.map(([checked]) => checked === 'compiles')).to.deep.equal([true, true, true, false, false, false, false]);
     });
   });
 });

@@ -297,8 +297,8 @@ export async function liveKeyHashes({ query }: Dialect, hashes: string[]): Promi
  * Whether it has expired is for the caller to tell (`expiresAt`). The store answers requests through a
  * cache of these (principals.ts, PrincipalCache).
  */
-export async function principalOf({ query }: Dialect, hash: string): Promise<Principal | undefined> {
-  const [row] = await query<LimitsRow & { id: number | string; prefix: string; account_id: number | string; account: string }>(
+export async function principalOf({ readCommitted }: Dialect, hash: string): Promise<Principal | undefined> {
+  const [row] = await readCommitted<LimitsRow & { id: number | string; prefix: string; account_id: number | string; account: string }>(
     principalSql,
     [hash],
   );

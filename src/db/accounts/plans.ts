@@ -31,7 +31,7 @@ export async function setPlan({ query }: Dialect, plan: Omit<Plan, 'rate'> & { r
 }
 
 /** The plan of an account, as it is in the database now. */
-export async function accountPlan({ query }: Dialect, accountId: number): Promise<Plan> {
-  const [row] = await query<PlanRow>(accountPlanSql, [accountId]);
+export async function accountPlan({ readCommitted }: Dialect, accountId: number): Promise<Plan> {
+  const [row] = await readCommitted<PlanRow>(accountPlanSql, [accountId]);
   return toPlan(row);
 }

@@ -3,8 +3,8 @@ import type { Dialect } from '../engine/dialect.ts';
 import { addEndUserCountsSql, addUsageSql, pruneEndUserCountsSql, readUsageSql } from '../engine/sql/accounts.ts';
 
 /** The requests counted for an account in the period starting at `periodStart`, by every instance. */
-export async function readUsage({ query }: Dialect, accountId: number, periodStart: string): Promise<number> {
-  const [row] = await query<{ count: number | string }>(readUsageSql, [accountId, periodStart]);
+export async function readUsage({ readCommitted }: Dialect, accountId: number, periodStart: string): Promise<number> {
+  const [row] = await readCommitted<{ count: number | string }>(readUsageSql, [accountId, periodStart]);
   return row ? Number(row.count) : 0;
 }
 

@@ -80,6 +80,14 @@ export interface Dialect {
    * plan it anew each time.
    */
   queryKept<T>(sql: string, params: SqlValue[]): Promise<T[]>;
+  /**
+   * Runs a read of what has committed, outside any transaction, on a connection no write holds: for the
+   * reads on every request's path (its key's principal, its account's plan and usage), which must not
+   * wait for another account's write. On SQLite, the read-only connection of point reads, which reads
+   * beside a write transaction (WAL), where query() waits for Knex's one connection, held by a write
+   * for as long as it runs (a declaration's apply, all of it); on PostgreSQL, query().
+   */
+  readCommitted<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */
   announce(trx: WriteTx, collectionId: number): Promise<void>;
   /**

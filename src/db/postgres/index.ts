@@ -62,6 +62,8 @@ export async function openPostgres(
       );
     },
     query: async (sql, params) => (await knex.raw(sql, params)).rows,
+    // A connection of the pool, which a write holds only while it runs.
+    readCommitted: async (sql, params) => (await knex.raw(sql, params)).rows,
     // A named statement (statements.ts), on a connection of Knex's pool.
     queryKept: (sql, params) => runAlone(knex, sql, params),
     // Planned for each read: a plan made once, while the table was empty (a new database), reads the

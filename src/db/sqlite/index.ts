@@ -77,6 +77,8 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     query: async (sql, params) => (await knex.raw(sql, params)) as never,
     // The same connection, when Knex's pool lends it, with the writer's statements (writer.ts).
     queryKept: (sql, params) => writer.alone(knex, sql, params),
+    // On the read-only connection of point reads: never behind a write transaction.
+    readCommitted: (sql, params) => readers.read(sql, params, 'point'),
     // On the read-only connection of point reads, which sees every write committed before it begins.
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     pruneOnceSql,
