@@ -96,9 +96,17 @@ let spare: Promise<string> | undefined;
 
 /** A new database copied from migratedTemplate: its name. */
 async function copyOfTemplate(): Promise<string> {
-  const template = await migratedTemplate();
   const name = `${TEST_PREFIX}${process.pid}_${copy}_${++databases}`;
-  await admin((client) => client.query(`create database ${name} template ${template}`));
+  const copied = async () => admin(async (client) => client.query(`create database ${name} template ${await migratedTemplate()}`));
+  try {
+    await copied();
+  } catch (error) {
+    // The template dropped by another process (a test process of an older checkout, which read this
+    // one's name as no pid of a running process): made again, once.
+    if ((error as { code?: string }).code !== '3D000') throw error;
+    template = undefined;
+    await copied();
+  }
   return name;
 }
 
