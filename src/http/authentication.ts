@@ -3,7 +3,7 @@
 // end user's token, verified against the account's issuers (docs/access.md). The operations a browser
 // calls without setting headers (the feed's upgrade, feed/upgrade.ts, and the changes, openapi.yaml's
 // `queryKey`) take them in the query too, read the same way here (keyIn, tokenIn).
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/open-store.ts';
@@ -46,13 +46,15 @@ export function authenticate(store: Store, tokens: TokenVerifier): Middleware<Au
   return async (ctx, next) => {
     if (!isV1(ctx.path)) return next();
     const query = takesQueryKey(ctx.state.route?.operation) ? new URLSearchParams(ctx.querystring) : undefined;
-    const key = keyIn(ctx.req, query);
+    // Read once, for the key beside it and as the token.
+    const sentToken = endUserTokenOf(ctx.req);
+    const key = keyIn(ctx.req, query, sentToken);
     const principal = key === undefined ? undefined : await store.findPrincipal(key);
     if (!principal || key === undefined) throw unauthorized();
     ctx.state.principal = principal;
     ctx.state.credentials = { key };
     if (principal.kind === 'publishable') {
-      const token = tokenIn(ctx.req, query);
+      const token = tokenIn(ctx.req, query, sentToken);
       ctx.state.credentials.token = token;
       ctx.state.claims = token === undefined ? null : await tokens.verifyToken(token, await store.findIssuers(principal.accountId));
     }
@@ -67,15 +69,19 @@ const takesQueryKey = (operation: { security?: object[] } | undefined) =>
 /**
  * The one key of a request: in its headers (keyOf, without the Authorization that holds the end user's
  * token), and with `query`, in its `api_key` too. Given in two places, the keys must be equal; none, a
- * malformed header, two different keys, a repeated or empty `api_key`: undefined (401).
+ * malformed header, two different keys, a repeated or empty `api_key`: undefined (401). `sentToken`: the
+ * request's endUserTokenOf(), when read already.
  */
-export function keyIn(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, query?: URLSearchParams): string | undefined {
-  const headers = endUserTokenOf(request) === undefined ? request : withoutAuthorization(request);
-  const fromHeaders = keyOf(headers);
+export function keyIn(
+  request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>,
+  query?: URLSearchParams,
+  sentToken = endUserTokenOf(request),
+): string | undefined {
+  const byAuthorization = sentToken === undefined;
+  const fromHeaders = keyOf(request, byAuthorization);
   if (query === undefined) return fromHeaders;
-  const sent: IncomingHttpHeaders = headers.headers;
-  const { authorization, 'x-api-key': headerKey } = sent;
-  if ((authorization !== undefined || headerKey !== undefined) && fromHeaders === undefined) return undefined;
+  const { authorization, 'x-api-key': headerKey } = request.headers;
+  if (((byAuthorization && authorization !== undefined) || headerKey !== undefined) && fromHeaders === undefined) return undefined;
   const fromQuery = query.getAll('api_key');
   if (fromQuery.length > 1 || fromQuery[0] === '') return undefined;
   if (fromQuery.length === 1 && fromHeaders !== undefined && fromQuery[0] !== fromHeaders) return undefined;
@@ -84,12 +90,15 @@ export function keyIn(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, 
 
 /**
  * Beside a publishable key, the end user's token: `Authorization: Bearer` beside the key in `x-api-key`
- * (endUserTokenOf), and with `query`, its `access_token` too (browsers set no headers on a WebSocket or
- * an EventSource); undefined for an anonymous caller. Given twice, empty, or in both places differently,
- * it is no token: 401 invalid_token.
+ * (endUserTokenOf, or `fromHeader` when read already), and with `query`, its `access_token` too
+ * (browsers set no headers on a WebSocket or an EventSource); undefined for an anonymous caller. Given
+ * twice, empty, or in both places differently, it is no token: 401 invalid_token.
  */
-export function tokenIn(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, query?: URLSearchParams): string | undefined {
-  const fromHeader = endUserTokenOf(request);
+export function tokenIn(
+  request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>,
+  query?: URLSearchParams,
+  fromHeader = endUserTokenOf(request),
+): string | undefined {
   const fromQuery = query?.getAll('access_token') ?? [];
   if (fromQuery.length > 1) throw invalidToken('access_token is given more than once.');
   if (fromQuery[0] === '') throw invalidToken('access_token is empty.');
@@ -111,22 +120,18 @@ function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers'
   return bearer === undefined || bearer.startsWith('rb_') ? undefined : bearer;
 }
 
-/** The request as keyOf() reads it once its Authorization is the end user's token: without it. */
-const withoutAuthorization = ({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>) => ({
-  headers: { ...headers, authorization: undefined },
-  rawHeaders,
-});
-
 /** Whether `path` is under `/v1`, where every request needs a key. */
 export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
 
 /**
  * The one key the request carries, or undefined when it carries none, a malformed one or two different
- * ones. Two Authorization lines are refused whatever they hold: Node keeps the first and drops the
- * second from `headers` (two x-api-key lines it joins with a comma, which is no key).
+ * ones; `byAuthorization` false: in `x-api-key` alone, the Authorization being the end user's token. Two
+ * Authorization lines are refused whatever they hold: Node keeps the first and drops the second from
+ * `headers` (two x-api-key lines it joins with a comma, which is no key).
  */
-function keyOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
-  const { authorization, 'x-api-key': headerKey } = headers;
+function keyOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, byAuthorization: boolean): string | undefined {
+  const { 'x-api-key': headerKey } = headers;
+  const authorization = byAuthorization ? headers.authorization : undefined;
   if (Array.isArray(headerKey) || Array.isArray(authorization)) return undefined;
   if (authorization !== undefined && headerLines(rawHeaders, 'authorization') > 1) return undefined;
   let bearer: string | undefined;

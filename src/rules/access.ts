@@ -173,6 +173,26 @@ export class Grant {
     return this.mask(row);
   }
 
+  /**
+   * What a read of one row by id holds the row to in its own statement (Store.getRow), a row that fails
+   * it being none: the read rule's filter; undefined when the rule grants every row, or none.
+   */
+  get rowCondition(): Filter | undefined {
+    const { access } = this.operations.read;
+    return access.kind === 'filter' ? access.filter : undefined;
+  }
+
+  /**
+   * A row read by id held to rowCondition, as JSON text, as the caller sees it: masked, and refused as
+   * readable() refuses it when the rule grants no row. The text as it is, unparsed, when neither can be.
+   */
+  readableRow<T>(json: Json<T>): Json<T> {
+    if (this.operations.read.access.kind !== 'deny' && !this.hides) return json;
+    const row = JSON.parse(json) as Row;
+    const visible = this.readable(row);
+    return visible === row ? json : JSON.stringify(visible);
+  }
+
   // The data layer's RowGuard (src/db/rows/rows.ts): each check throws the write's refusal, inside its
   // transaction, so that nothing of a refused write is stored.
 

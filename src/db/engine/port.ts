@@ -6,6 +6,7 @@
 // collection go as one statement that commits on its own, and whose writes hold their collections' rows.
 import type { OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
+import type { Filter } from '../../query/filter.ts';
 import type { Json, Row } from '../../rows.ts';
 
 /**
@@ -128,10 +129,10 @@ export interface RowPort {
   /**
    * The row, read alone (on SQLite merged with the reads of rows beside it): one answer when its
    * collection exists, its `data` and `version` null when the row is missing or does not live at `now`
-   * (ms since the epoch, expiryNow(): docs/expiry.md); none when the collection is missing. One
-   * statement tells the three apart.
+   * (ms since the epoch, expiryNow(): docs/expiry.md), or does not match `where` (a caller's read rule,
+   * tested in the statement); none when the collection is missing. One statement tells the three apart.
    */
-  readRow(accountId: number, collection: string, rowId: number, now: number): Promise<ReadRow[]>;
+  readRow(accountId: number, collection: string, rowId: number, now: number, where?: Filter): Promise<ReadRow[]>;
   /**
    * The row `rowId` read inside `trx` and held until it ends, to be patched: 404 for a missing row or
    * collection, or a row that does not live at `now` (ms since the epoch). `schemaId`: the schema the

@@ -17,15 +17,24 @@ import { eventRow, rowJson, versionOf } from '../../rows.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, UniqueIndexes, WriteSteps, WriteTx } from '../engine/dialect.ts';
 import type { ReadRow, RowImporter, RowPort } from '../engine/port.ts';
+import { onceByFilter } from '../engine/sql/filter.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
+import type { Sql } from '../engine/sql/template.ts';
 import { announceOnCommit, type WakeUps } from '../engine/wake-ups.ts';
 import { isQueryCanceled } from './errors.ts';
+import { filterSql } from './filter.ts';
 import { postgresInserts } from './inserts.ts';
 import { idList, keysSql, rekeyUniqueSql } from './sql/collections.ts';
 import { CHANNEL } from './sql/engine.ts';
-import { getRowSql } from './sql/reads.ts';
+import { getRowSql, getRowWhereSql } from './sql/reads.ts';
 import { advanceReadingRowSql, importRowsSql, updateRowSql, updateRowsSql } from './sql/rows.ts';
 import { runAlone } from './statements.ts';
+
+/** getRowWhereSql() of a read rule, and its bindings. */
+const rowWhere = onceByFilter((where): Sql => {
+  const condition = filterSql(where, 'r');
+  return { sql: getRowWhereSql(condition.sql), params: condition.params };
+});
 
 export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
   const { knex, changes } = db;
@@ -51,7 +60,11 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
     write: (work) => knex.transaction(work),
     writeSeveral: severalHeld,
     ...postgresInserts(db, steps),
-    readRow: (accountId, collection, rowId, now) => runAlone<ReadRow>(knex, getRowSql, [rowId, now, accountId, collection]),
+    readRow(accountId, collection, rowId, now, where) {
+      if (!where) return runAlone<ReadRow>(knex, getRowSql, [rowId, now, accountId, collection]);
+      const { sql, params } = rowWhere(where);
+      return runAlone<ReadRow>(knex, sql, [rowId, now, ...params, accountId, collection]);
+    },
     /**
      * The collection's row held, then the row read locked (no other write of it comes between, so
      * concurrent increments all count); written with its event and NOTIFY, re-keyed, and its words set.

@@ -5,6 +5,7 @@
 import { collectionNotFound, type FieldError, queryTimeout, rowNotFound } from '../../errors.ts';
 import { expiryNow } from '../../expiry/ttl.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
+import type { Filter } from '../../query/filter.ts';
 import type { Page } from '../../query/page.ts';
 import { assignable, rowJson, versionOf } from '../../rows.ts';
 import type { Dialect } from '../engine/dialect.ts';
@@ -15,10 +16,21 @@ import type { Expansion } from './expand.ts';
 import type { RowsPage } from './pages.ts';
 import { readRelatedAggregates, readRelatedPage } from './related.ts';
 
-/** The row and its version; 404 for a missing row or collection. */
-export async function getRow(db: PagedDialect, accountId: number, collection: string, rowId: number): Promise<VersionedRow> {
+/**
+ * The row and its version; 404 for a missing row or collection, and for a row that does not match
+ * `where` (a caller's read rule: src/rules/access.ts, Grant.rowCondition), which the row's statement
+ * tests: the row is not parsed in Node to test it. `where` names the row's fields and id only (no
+ * search, no relation), as a rule does.
+ */
+export async function getRow(
+  db: PagedDialect,
+  accountId: number,
+  collection: string,
+  rowId: number,
+  where?: Filter,
+): Promise<VersionedRow> {
   if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-  const [row] = await db.rows.readRow(accountId, collection, rowId, expiryNow());
+  const [row] = await db.rows.readRow(accountId, collection, rowId, expiryNow(), where);
   if (!row) throw collectionNotFound(collection);
   if (row.data === null) throw rowNotFound(collection, rowId);
   return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };

@@ -11,11 +11,14 @@ import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.t
 import { StaleSchema } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
 import type { Fields, FirstInserted, ReadRow, RowImporter, RowPort, VersionedRow } from '../engine/port.ts';
+import { onceByFilter } from '../engine/sql/filter.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
+import type { Sql } from '../engine/sql/template.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
 import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
+import { filterSql } from './filter.ts';
 import { keysSql } from './sql/collections.ts';
-import { fieldName, pathSafe, rowsSql } from './sql/reads.ts';
+import { fieldName, pathSafe, rowsSql, rowsWhereSql } from './sql/reads.ts';
 import { importRowsSql, insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql } from './sql/rows.ts';
 import type { SqliteWriter } from './writer.ts';
 
@@ -34,6 +37,12 @@ const HELD = Number.MIN_SAFE_INTEGER;
 type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null; search: string | null };
 /** A row as patchedRowSql reads it. */
 type HeldRow = { data: string; collection_id: number; version: number; schema_id: number };
+
+/** rowsWhereSql() of a read rule, and its bindings. */
+const rowsWhere = onceByFilter((where): Sql => {
+  const condition = filterSql(where, 'r');
+  return { sql: rowsWhereSql(condition.sql), params: condition.params };
+});
 
 /** What SQLite's rows are read and written with. */
 export interface SqliteRowParts {
@@ -96,7 +105,11 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
       }
     },
     // No async step of its own: every get-row comes through here.
-    readRow: (accountId, collection, rowId, now) => readMerged<ReadRow>(rowsSql, [accountId, collection, rowId, now]),
+    readRow(accountId, collection, rowId, now, where) {
+      if (!where) return readMerged<ReadRow>(rowsSql, [accountId, collection, rowId, now]);
+      const { sql, params } = rowsWhere(where);
+      return readMerged<ReadRow>(sql, [accountId, collection, rowId, now, ...params]);
+    },
     // Read on the writer, which no other write comes between the read and the patch.
     async readToPatch(trx, accountId, collection, rowId, schemaId, now) {
       const [stored] = await writer.inTransaction<HeldRow>(trx, patchedRowSql, [accountId, collection, rowId, now]);

@@ -121,6 +121,23 @@ function condition<V>(sqlOf: ValueSql<V>, value: V, { op, operand }: FieldCondit
   }
 }
 
+/**
+ * `make` of each filter made once, kept for as long as the filter lives: a caller's grant holds its read
+ * rule's filter for as long as the rules and its token stay (src/handlers/grants.ts), so that the
+ * statement of the rows that grant reads by id is written once, not once a request.
+ */
+export function onceByFilter<T>(make: (filter: Filter) => T): (filter: Filter) => T {
+  const made = new WeakMap<Filter, T>();
+  return (filter) => {
+    let kept = made.get(filter);
+    if (kept === undefined) {
+      kept = make(filter);
+      made.set(filter, kept);
+    }
+    return kept;
+  };
+}
+
 /** Ids are assigned from 1 and never reach 2^53 (rows.ts, assignable()). */
 const ID_RANGE = { min: -1, max: 2 ** 53 };
 

@@ -31,9 +31,19 @@ const versionedPageJsonSql = (order: string) =>
  * `?` in the same statement: one row when the collection exists, its `data` and `version` null when the
  * row is missing or expired; none when the collection is missing. A 404 needs no second statement.
  */
-export const getRowSql = `select r.data, c.id as collection_id, r.version from collections c
-  left join rows r on r.collection_id = c.id and r.id = ? and ${liveRowText('r')}
+export const getRowSql = rowByIdSql();
+
+/**
+ * getRowSql of a row held to `condition` too (a caller's read rule as filterSql() writes it on `r`, its
+ * bindings after the row's `now`): a row that fails it is read as missing.
+ */
+export const getRowWhereSql = (condition: string) => rowByIdSql(` and (${condition})`);
+
+function rowByIdSql(condition = '') {
+  return `select r.data, c.id as collection_id, r.version from collections c
+  left join rows r on r.collection_id = c.id and r.id = ? and ${liveRowText('r')}${condition}
   where c.account_id = ? and c.name = ?`;
+}
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Each

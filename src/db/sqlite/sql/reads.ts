@@ -72,6 +72,18 @@ export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.vers
   left join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and ${liveRowText('r', 'j.value ->> 3')}`;
 
 /**
+ * rowsSql of reads that hold their rows to `condition` (a caller's read rule as filterSql() writes it on
+ * `r`): a row that fails it is read as missing. Its text is one for every caller of one rule, so their
+ * reads merge; each read's bindings are its own, in its array after rowsSql's four, each `?` of the
+ * condition the next of them (its SQL is the code's own: no `?` inside a string literal, as on
+ * PostgreSQL, ../../postgres/statements.ts). `->>` reads each as it was bound: a text, a number or null.
+ */
+export function rowsWhereSql(condition: string): string {
+  let binding = 4;
+  return `${rowsSql} and (${condition.replace(/\?/g, () => `(j.value ->> ${binding++})`)})`;
+}
+
+/**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts): `seq`
  * read by the same statement, null when there is no such collection. Each field of the order is read
  * as its JSON type `t<i>` and SQL value `v<i>`, and ordered by its rank (the type's place, missing or
