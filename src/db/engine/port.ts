@@ -69,7 +69,6 @@ export interface RowImporter {
   keyRows(trx: WriteTx, collectionId: number, slot: number, field: string, from: number, to: number): Promise<void>;
 }
 
-/** A row as stored, as a read of it by id answers it. */
 /** A row read by id (RowPort.readRow): its collection's id, and the row's text and version, null when there is no such row. */
 export type ReadRow = { collection_id: number | string } & ({ data: string; version: number | string } | { data: null; version: null });
 
