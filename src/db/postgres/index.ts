@@ -44,6 +44,7 @@ export async function openPostgres(
   }
   const ground = dialectGround(knex, queryTimeoutMs, areas.schemas(existingIdsSql));
   const { changes } = ground;
+  const query: Dialect['query'] = async (sql, params) => (await knex.raw(sql, params)).rows;
   // The statements first; the pages and the rows, which read and write with them, then.
   const statements: Omit<Dialect, 'rows'> = {
     ...ground,
@@ -61,9 +62,9 @@ export async function openPostgres(
         () => {},
       );
     },
-    query: async (sql, params) => (await knex.raw(sql, params)).rows,
-    // A connection of the pool, which a write holds only while it runs.
-    readCommitted: async (sql, params) => (await knex.raw(sql, params)).rows,
+    query,
+    // query(): a connection of the pool, which a write holds only while it runs.
+    readCommitted: query,
     // A named statement (statements.ts), on a connection of Knex's pool.
     queryKept: (sql, params) => runAlone(knex, sql, params),
     // Planned for each read: a plan made once, while the table was empty (a new database), reads the
