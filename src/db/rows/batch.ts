@@ -144,30 +144,26 @@ async function insertTogether(
   operations: readonly BatchInsert[],
   deadline: number,
 ): Promise<BatchResult[] | undefined> {
-  const byCollection = new Map<string, CollectionInserts>();
-  /** By collection, in the order of byCollection, the operation of each of its inserts, and their rows. */
-  const ofCollection = new Map<string, { operations: number[]; rows: Fields[] }>();
+  /** By collection, in the order first named: its inserts, the operation of each, and all their rows. */
+  const byCollection = new Map<string, CollectionInserts & { operations: number[]; rows: Fields[] }>();
   const texts: string[][] = [];
   for (const [index, { collection, rows }] of operations.entries()) {
-    let inserts = byCollection.get(collection);
-    let own = ofCollection.get(collection);
-    if (!inserts || !own) {
-      inserts = { collection, schemaId: db.schemas.hint(accountId, collection), inserts: [] };
-      own = { operations: [], rows: [] };
-      byCollection.set(collection, inserts);
-      ofCollection.set(collection, own);
+    let own = byCollection.get(collection);
+    if (!own) {
+      own = { collection, schemaId: db.schemas.hint(accountId, collection), inserts: [], operations: [], rows: [] };
+      byCollection.set(collection, own);
     }
     texts[index] = rows.map((fields) => JSON.stringify(fields));
     if (texts[index].some(overRowBound)) return undefined;
-    inserts.inserts.push(texts[index]);
+    own.inserts.push(texts[index]);
     own.operations.push(index);
     own.rows.push(...rows);
   }
   // A collection's rows checked at once: which operation a refused row is in, writeBatchAlone() says.
-  for (const { collection, schemaId } of byCollection.values()) {
+  for (const { collection, schemaId, rows } of byCollection.values()) {
     if (schemaId === 0) continue;
     try {
-      await db.schemas.validate(db.query, schemaId, collection, ofCollection.get(collection)?.rows ?? []);
+      await db.schemas.validate(db.query, schemaId, collection, rows);
     } catch {
       return undefined;
     }
@@ -177,10 +173,8 @@ async function insertTogether(
   const firsts = await db.rows.insertSeveral(accountId, collections, deadline);
   if (!firsts) return undefined;
   const results: BatchResult[] = [];
-  for (const [place, { collection }] of collections.entries()) {
-    for (const [nth, index] of (ofCollection.get(collection)?.operations ?? []).entries()) {
-      results[index] = { op: 'insert', rows: insertedRows(firsts[place][nth], texts[index]) };
-    }
+  for (const [place, { operations: own }] of collections.entries()) {
+    for (const [nth, index] of own.entries()) results[index] = { op: 'insert', rows: insertedRows(firsts[place][nth], texts[index]) };
   }
   return results;
 }
