@@ -69,12 +69,17 @@ const expiredBefore =
   Date.now() > firstExpiry
     ? Math.min(expiringRows, Math.ceil(((Date.now() - firstExpiry) / (job.spreadSeconds * 1000)) * expiringRows))
     : 0;
+/** The twins in the order of `turn`: `first`, then the other, in even turns; the other way in odd ones. */
+const inTurn = (turn: number, first: 'plain' | 'expiring') => {
+  const second = first === 'plain' ? 'expiring' : 'plain';
+  return turn % 2 === 0 ? ([first, second] as const) : ([second, first] as const);
+};
 const rowPath = (name: string) => () => `/v1/collections/${name}/rows/${1 + Math.floor(Math.random() * job.rows)}`;
 // Until the first row expires, both twins are read in turns, uncounted: the reads measured next find each
 // one's pages as warm as the other's (the expiring twin, seeded last, was read less than the plain one).
 const warmSeconds = Math.min(job.windowSeconds, 2);
 for (let turn = 0; Date.now() + 4 * warmSeconds * 1000 <= firstExpiry; turn++) {
-  for (const twin of turn % 2 === 0 ? (['plain', 'expiring'] as const) : (['expiring', 'plain'] as const)) {
+  for (const twin of inTurn(turn, 'plain')) {
     await rate(rowPath(job[twin]), false, warmSeconds);
     await rate(() => listPath(job[twin]), false, warmSeconds);
   }
@@ -90,7 +95,7 @@ if (Date.now() < firstExpiry) await new Promise((resolve) => setTimeout(resolve,
 const reads = { getRow: { expiring: [] as number[], plain: [] as number[] }, list: { expiring: [] as number[], plain: [] as number[] } };
 const spreadEnd = firstExpiry + job.spreadSeconds * 1000;
 for (let turn = 0; Date.now() + 4 * job.windowSeconds * 1000 <= spreadEnd + job.windowSeconds * 1000; turn++) {
-  for (const twin of turn % 2 === 0 ? (['expiring', 'plain'] as const) : (['plain', 'expiring'] as const)) {
+  for (const twin of inTurn(turn, 'expiring')) {
     reads.getRow[twin].push(await rate(rowPath(job[twin]), twin === 'expiring'));
     reads.list[twin].push(await rate(() => listPath(job[twin]), false));
   }
