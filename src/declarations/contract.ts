@@ -50,8 +50,17 @@ function contractsOf(documents: Record<ContractKind, string>): AccountContracts 
   return contracts;
 }
 
-/** The collections of `model` as the documents take them; `ids` numbers their rules, which are compiled by id and version. */
-function servedOf(model: Record<string, ModelCollection>, names: ReadonlySet<string>, ids: number): ServedCollection[] {
+/**
+ * Diffs made in this thread: the version of the rules of each diff's collections, by which their
+ * compiled rules are kept (servedOf), so that no diff finds those of another diff's collections.
+ */
+let diffsMade = 0;
+
+/**
+ * The collections of `model` as the documents take them; `ids` numbers their rules, which are compiled by
+ * id and `version` (a diff's own: diffsMade) and kept (AccountContracts).
+ */
+function servedOf(model: Record<string, ModelCollection>, names: ReadonlySet<string>, ids: number, version: number): ServedCollection[] {
   const served: ServedCollection[] = [];
   for (const [index, [name, collection]] of Object.entries(model).entries()) {
     if (!names.has(name)) continue;
@@ -67,7 +76,7 @@ function servedOf(model: Record<string, ModelCollection>, names: ReadonlySet<str
         if (target === name && reverse !== null) relations.push({ name: reverse, kind: 'to_many', collection: source });
       }
     }
-    const rules = collection.rules === null ? null : { collectionId: ids * (index + 1), version: 1, rules: collection.rules };
+    const rules = collection.rules === null ? null : { collectionId: ids * (index + 1), version, rules: collection.rules };
     served.push({
       name,
       schema: collection.schema as Record<string, unknown> | null,
@@ -122,10 +131,11 @@ function contractDiff(current: Model, target: Model, documents: Record<ContractK
   const diff = noChange();
   const changed = [...touched(before, after, undefined)];
   const served = contractsOf(documents);
+  const version = ++diffsMade;
   const seen = new Set<string>();
   for (let from = 0; from < changed.length; from += COMPARED_AT_ONCE) {
     const names = touched(before, after, new Set(changed.slice(from, from + COMPARED_AT_ONCE)));
-    const sides = [servedOf(before, names, 1), servedOf(after, names, -1)];
+    const sides = [servedOf(before, names, 1, version), servedOf(after, names, -1, version)];
     for (const kind of ['openapi', 'asyncapi'] as const) {
       for (const viewer of ['secret', 'publishable'] as const) {
         const publishable = viewer === 'publishable' ? { claims: null } : undefined;

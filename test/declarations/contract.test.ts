@@ -16,13 +16,16 @@ import type { ApiError } from '../../src/errors.ts';
 
 const none = () => undefined;
 
-/** The account's collections of `model` as the documents take them, without relations (whose expansions are compared by name). */
-const servedOf = (model: Model) =>
+/**
+ * The account's collections of `model` as the documents take them, without relations (whose expansions are
+ * compared by name), their rules of `version` (compiled and kept by id and version).
+ */
+const servedOf = (model: Model, version: number) =>
   Object.entries(model.collections ?? {}).map(([name, { schema, rules }], index) => ({
     name,
     schema: schema as Record<string, unknown> | null,
     relations: [],
-    rules: rules === null ? null : { collectionId: index + 1, version: 1, rules },
+    rules: rules === null ? null : { collectionId: index + 1, version, rules },
     ttl: null,
   }));
 
@@ -69,13 +72,13 @@ describe("declarations: the contract's diff", () => {
       ],
     ];
     const served = new AccountContracts(documents);
-    for (const [plan, current, target] of plans) {
+    for (const [number, [plan, current, target]] of plans.entries()) {
       const made = diffAnswer({ current, target, documents });
       for (const kind of ['openapi', 'asyncapi'] as ContractKind[]) {
         for (const viewer of ['secret', 'publishable'] as const) {
           const publishable = viewer === 'publishable' ? { claims: null } : undefined;
-          const [was, will] = [current, target].map((side) =>
-            structuredClone(comparable(kind, served.built(kind, servedOf(side), publishable))),
+          const [was, will] = [current, target].map((side, each) =>
+            structuredClone(comparable(kind, served.built(kind, servedOf(side, 2 * number + each), publishable))),
           );
           const whole = new Map(apiCompare(was, will).diffs.map((reported) => [canonical(changeOf(reported)), changeOf(reported)]));
           // The collections the plan does not touch are not in the documents compared: the places in the
@@ -85,6 +88,18 @@ describe("declarations: the contract's diff", () => {
         }
       }
     }
+  });
+
+  it("reads each diff's rules, not those of a diff made before in the same thread", async () => {
+    const documents = {
+      openapi: await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'),
+      asyncapi: await readFile(new URL('../../asyncapi.yaml', import.meta.url), 'utf8'),
+    };
+    const readable = (read: string) => targetOf(parseDeclaration(`collections: {people: {rules: {read: ${read}}}}\n`), {}, none, {});
+    const anonymous = (target: Model) => diffAnswer({ current: {}, target, documents }).documents.openapi.publishable;
+    // The first collection of each: its rules were kept by their place, and the second diff found the first's.
+    expect(anonymous(await readable('true'))).to.not.deep.equal([]);
+    expect(anonymous(await readable('authenticated'))).to.deep.equal([]);
   });
 
   it('answers 503 for a diff not made within its time, and makes the next in a new worker', async function () {
