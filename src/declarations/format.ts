@@ -4,12 +4,12 @@
 // schemas/declaration.schema.json, which editors complete and check the file with, and which
 // `npm run generate` compiles into the validator read here (generated/declaration-validator.js).
 import type { ErrorObject } from 'ajv';
-import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument, stringify } from 'yaml';
+import { Composer, type CST, type Document, isAlias, isMap, isPair, isScalar, isSeq, type Node, stringify, YAMLParseError } from 'yaml';
 import { validate } from '../../generated/declaration-validator.js';
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { isObject, pointerToken } from '../query/filter.ts';
 import { aside } from './aside.ts';
-import { nestingProblem } from './nesting.ts';
+import { boundedCst } from './nesting.ts';
 
 /** A declaration's file is this many bytes at most. */
 const MAX_DECLARATION_BYTES = 1024 * 1024;
@@ -94,14 +94,14 @@ export function parseDeclaration(text: string): Declaration {
       'payload_too_large',
       `The declaration is ${bytes} bytes, more than the ${MAX_DECLARATION_BYTES} (1 MiB) it may have.`,
     );
-  const nesting = nestingProblem(text);
-  if (nesting) {
-    const [line, column] = lineAndColumn(text, nesting.offset);
-    throw validationFailed(`The declaration nests too deep: what is at line ${line}, column ${column} ${nesting.problem}.`, [
-      place('', nesting.problem),
+  const parsed = boundedCst(text);
+  if ('problem' in parsed) {
+    const [line, column] = lineAndColumn(text, parsed.offset);
+    throw validationFailed(`The declaration nests too deep: what is at line ${line}, column ${column} ${parsed.problem}.`, [
+      place('', parsed.problem),
     ]);
   }
-  const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false, keepSourceTokens: false });
+  const document = composed(parsed.cst, text.length);
   const [error] = [...document.errors, ...document.warnings];
   if (error) {
     const pointer = pointerAt(document.contents, error.pos[0]);
@@ -129,6 +129,29 @@ export function parseDeclaration(text: string): Declaration {
     throw validationFailed(`The declaration is not valid: ${errors[0].name || 'the file'} ${errors[0].message}.`, errors);
   }
   return value as Declaration;
+}
+
+/**
+ * The document of the CST `cst` (nesting.ts) of a text `length` long, as the yaml package's
+ * `parseDocument()` composes the CST its parser makes: a second document in the text is its error.
+ */
+function composed(cst: Iterable<CST.Token>, length: number): Document.Parsed {
+  const composer = new Composer({ uniqueKeys: true, prettyErrors: false, keepSourceTokens: false });
+  let document: Document.Parsed | undefined;
+  for (const each of composer.compose(cst, true, length)) {
+    if (document === undefined) document = each;
+    else {
+      document.errors.push(
+        new YAMLParseError(
+          each.range.slice(0, 2) as [number, number],
+          'MULTIPLE_DOCS',
+          'Source contains multiple documents; please use YAML.parseAllDocuments()',
+        ),
+      );
+      break;
+    }
+  }
+  return document as Document.Parsed;
 }
 
 /** A declaration this many bytes long or longer is read in a worker (readDeclaration); a shorter one takes milliseconds. */

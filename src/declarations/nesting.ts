@@ -1,9 +1,10 @@
-// How deep a declaration's text nests, read before the yaml package composes it: its composer recurses once
-// a level, so a text of a few hundred kilobytes nested a thousand deep (`[[[[…`, `- - - …`, or
-// indentation) would exhaust the stack after seconds of work, or memory. The text's tokens, read by the
-// yaml package's lexer (which keeps no stack), bound both kinds of nesting YAML has, so that such a text is
-// a 400 at once (docs/declarations.md, "Refusals").
-import { CST, Lexer } from 'yaml';
+// A declaration's text as the yaml package's parser reads it (its CST), its nesting bounded on the way: the
+// package's composer recurses once a level, so a text of a few hundred kilobytes nested a thousand deep
+// (`[[[[…`, `- - - …`, or indentation) would exhaust the stack after seconds of work, or memory. The text's
+// tokens, read once by the package's lexer (which keeps no stack), are each held to both kinds of nesting
+// YAML has before the parser is given them, so that such a text is a 400 at once (docs/declarations.md,
+// "Refusals"), and the text is lexed once for both.
+import { CST, Lexer, Parser } from 'yaml';
 
 /** The most flow collections (`[`, `{`) open at once; JSON bodies are held to as many (ROWBASE_MAX_JSON_DEPTH's default). */
 const MAX_FLOW_DEPTH = 64;
@@ -17,16 +18,40 @@ const MAX_INDENT = 256;
 /** The tokens that may stand before a line's content, at the start of a line. */
 const leading = new Set(['space', 'seq-item-ind', 'explicit-key-ind', 'map-value-ind']);
 
-/** Where the text first nests too deep (an offset into it) and how, or undefined when it does not. */
-export function nestingProblem(text: string): { offset: number; problem: string } | undefined {
+/** Where a text first nests too deep (an offset into it), and how. */
+export interface NestingProblem {
+  offset: number;
+  problem: string;
+}
+
+/**
+ * The CST of `text`, as the yaml package's `Parser` makes it of the lexer's tokens (its `parse()`, which
+ * the package's `parseDocument()` composes), or where the text first nests too deep and how: no token
+ * past the bounds reaches the parser.
+ */
+export function boundedCst(text: string): { cst: CST.Token[] } | NestingProblem {
+  const parser = new Parser();
+  const cst: CST.Token[] = [];
+  const bound = nestingBound();
+  for (const token of new Lexer().lex(text)) {
+    const problem = bound(token);
+    if (problem) return problem;
+    for (const made of parser.next(token)) cst.push(made);
+  }
+  for (const made of parser.end()) cst.push(made);
+  return { cst };
+}
+
+/** A function given the text's tokens in order, which answers the problem of the first that nests too deep. */
+function nestingBound(): (token: string) => NestingProblem | undefined {
   let depth = 0;
   let offset = 0;
   let column = 0;
   let lineStart = true;
-  for (const token of new Lexer().lex(text)) {
+  return (token) => {
     const type = CST.tokenType(token);
     // Control tokens (a document's start, a scalar's) stand for no text.
-    if (type === 'doc-mode' || type === 'scalar' || type === 'flow-error-end') continue;
+    if (type === 'doc-mode' || type === 'scalar' || type === 'flow-error-end') return undefined;
     if (type === 'newline') lineStart = true;
     else if (lineStart) {
       if (column > MAX_INDENT) return { offset, problem: `starts past column ${MAX_INDENT}, nested or indented too deep` };
@@ -39,6 +64,6 @@ export function nestingProblem(text: string): { offset: number; problem: string 
     offset += token.length;
     const newline = token.lastIndexOf('\n');
     column = newline < 0 ? column + token.length : token.length - newline - 1;
-  }
-  return undefined;
+    return undefined;
+  };
 }
