@@ -164,8 +164,8 @@ function pageListing(
 
 /** The rows related to a page's, for a relation of the whole page: a to-one's by id, a to-many's through a sort index or by its field, ordered by a field. */
 const relatedListing = (source: Pick<PageSource, 'relatedRows'>): Listing => {
-  const read = { collection: byId(1), keys: [1, 2], where: raw('<filter>'), order: [], each: 1, joined: 1, now: NOW };
-  const many = { ...read, order: [{ field: 'n', direction: 'desc' as const }], each: 11, joined: 10 };
+  const read = { collection: byId(1), keys: [1, 2], where: raw('<filter>'), order: [], each: 1, now: NOW };
+  const many = { ...read, order: [{ field: 'n', direction: 'desc' as const }], each: 11 };
   return [
     ['relatedRows(to-one, by id)', source.relatedRows({ ...read, by: 'id' }).sql],
     ['relatedRows(to-many, through a sort index, by a field desc)', source.relatedRows({ ...many, by: { index: 'post_id' } }).sql],

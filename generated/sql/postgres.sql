@@ -606,20 +606,20 @@ select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else
 where rows.collection_id = ? and rows.id in (select jsonb_array_elements_text(?::jsonb)::bigint) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>);
 
 -- relatedRows(to-many, through a sort index, by a field desc)
-select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 10) end as json
-from (select * from (select r.*, row_number() over (partition by k order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
-    when 'array' then 4 else 0 end desc, case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc, (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc, id desc) as rn
-  from (select k.num as k, rows.id, rows.data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+select key.value as k, r.n, r.json
+from (select jsonb_array_elements_text(?::jsonb)::numeric as value) key
+cross join lateral (select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',') end as json from (select * from (select k.str, k.row_id as id, rows.data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows
     where rows.collection_id = ? and k.collection_id = ? and k.slot = (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
-    where c.id = ? and e.f = ?) and k.rank = 1 and k.num in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
-  where rn <= ? order by k, rn) r
-group by k
+    where c.id = ? and e.f = ?) and k.rank = 1
+      and k.num = key.value and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r
+  order by str desc, case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc, case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc, (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc, id desc limit +?) r) r
 union all select null, null, null where (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
     where c.id = ? and e.f = ?) is null;
 
 -- relatedRows(to-many, by the field of each row, by a field desc)
-select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 10) end as json
+select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) end as json
 from (select * from (select r.*, row_number() over (partition by k order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc, case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc, (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc, id desc) as rn
   from (select (case when jsonb_typeof(regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),

@@ -550,17 +550,17 @@ select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else
 where rows.collection_id = ? and rows.id in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>);
 
 -- relatedRows(to-many, through a sort index, by a field desc)
-select k, count(*) as n, group_concat(case when rn <= 10 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json
-from (select * from (select r.*, row_number() over (partition by k order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
-    when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc) as rn
-  from (select k.num as k, rows.id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-    where rows.collection_id = ? and k.collection_id = ? and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) and k.rank = 1 and k.num in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
-  where rn <= ? order by k, rn) r
-group by k
+select k, cast(x as integer) as n, cast(substr(cast(x as blob), instr(x, ' ') + 1) as text) as json
+from (select key.value as k, (select count(*) || ' ' || group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') from (select * from (select k.str, k.row_id as id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+    where rows.collection_id = ? and k.collection_id = ? and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) and k.rank = 1
+      and k.num = key.value and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r
+  order by str desc, case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+    when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc limit +?) r) as x
+  from json_each(?) key limit -1 offset 0)
 union all select null, null, null where (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) is null;
 
 -- relatedRows(to-many, by the field of each row, by a field desc)
-select k, count(*) as n, group_concat(case when rn <= 10 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json
+select k, count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json
 from (select * from (select r.*, row_number() over (partition by k order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
     when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc) as rn
   from (select (case when json_type(data, ?) = 'integer' then json_extract(data, ?) end) as k, rows.id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows

@@ -16,7 +16,7 @@ import type { RelatedPart, RelatedRead } from '../engine/sql/related.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { elementTexts, numbersOf } from './page-rows.ts';
+import { elementTexts, numbersOf, withoutLast } from './page-rows.ts';
 import { lookUpIndex } from './pages.ts';
 
 type Fields = Record<string, unknown>;
@@ -217,7 +217,6 @@ async function readLevel(
     where: expansion.filter && source.filterSql(expansion.filter),
     order: toMany ? expansion.order : BY_ID,
     each: toMany ? expansion.limit + 1 : 1,
-    joined: toMany ? expansion.limit : 1,
     now,
     keysSeq: at?.collection.lastSeq,
   };
@@ -233,12 +232,14 @@ async function readLevel(
       if (part.n === null || Number(part.n) !== at.seq) throw new PageMoved();
       continue;
     }
+    const n = Number(part.n);
     // No text for rows that are there: PostgreSQL found them longer than a page may be.
-    if (part.json === null && Number(part.n) > 0) throw pageTooLarge();
-    const json = part.json ?? '';
+    if (part.json === null && n > 0) throw pageTooLarge();
+    // The row past the limit, read to tell that the rows were cut, is not answered.
+    const json = toMany && n > expansion.limit ? withoutLast(part.json ?? '') : (part.json ?? '');
     chars += json.length;
     if (chars > MAX_PAGE_BYTES) throw pageTooLarge();
-    found.set(Number(part.k), { n: Number(part.n), json });
+    found.set(Number(part.k), { n, json });
   }
   return found;
 }

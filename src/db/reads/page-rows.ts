@@ -25,6 +25,9 @@ export function elementTexts(json: string): string[] {
   return texts;
 }
 
+/** `texts`, JSON texts of objects or arrays joined by commas, without the last of them. */
+export const withoutLast = (texts: string): string => elementTexts(`[${texts}]`).slice(0, -1).join(',');
+
 /**
  * Of the JSON object `text`, the members named in `names` whose values are numbers (as JSON.parse reads
  * them; the last of a name, as it keeps); undefined when a member's name is `reserved` or written with an

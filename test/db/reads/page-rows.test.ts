@@ -3,7 +3,7 @@
 // the rows hold.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { elementTexts, numbersOf } from '../../../src/db/reads/page-rows.ts';
+import { elementTexts, numbersOf, withoutLast } from '../../../src/db/reads/page-rows.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -33,6 +33,16 @@ describe('page rows', () => {
       '{"id":1,"s":"}]\\"{["}',
       '{"id":2,"a":[{"b":[]}]}',
     ]);
+  });
+
+  it("drops the last of rows' texts joined by commas, whatever their strings and nesting hold", () => {
+    fc.assert(
+      fc.property(rows, (page) => {
+        const texts = page.map((row) => JSON.stringify(row));
+        expect(withoutLast(texts.join(','))).to.equal(texts.slice(0, -1).join(','));
+      }),
+    );
+    expect(withoutLast('{"id":1,"s":"},{"},{"id":2,"a":[{"b":","}]}')).to.equal('{"id":1,"s":"},{"}');
   });
 
   it('reads the top-level numbers named, as JSON.parse does, and none nested or in strings', () => {

@@ -1,8 +1,10 @@
 // The SQL of the rows related to a page's (../../reads/expand.ts), as both dialects build it: one statement
 // for a relation of the whole page: a to-one's rows by their ids, each one's JSON text; a to-many's rows
-// by the relation field's sort index, numbered in their order by a window, at most as many of each key as
-// asked, and joined as JSON text, one row of the answer for each key. Each dialect gives how it binds the keys, joins
-// a key's rows and reads their fields for an order (RelatedJson, FieldOrder): sqlite/sql/reads.ts,
+// of each key read through the relation field's sort index in their order and stopped at as many as
+// asked (a LATERAL join on PostgreSQL, a correlated subquery on SQLite), or without that index, every
+// key's rows read by their field and numbered in their order by a window; each key's rows joined as JSON
+// text, one row of the answer for each key. Each dialect gives how it binds the keys, reads each key's
+// rows, joins them and reads their fields for an order (RelatedJson, FieldOrder): sqlite/sql/reads.ts,
 // postgres/sql/reads.ts.
 import { ordersRelated, type SortKey } from '../../../query/order.ts';
 import type { SqlValue } from '../dialect.ts';
@@ -25,9 +27,8 @@ export interface RelatedRead {
   /** A condition on `rows` the related rows hold (the caller's filter, the read rule). */
   where?: Sql;
   order: readonly SortKey[];
-  /** Of each key, the rows read at most (its count answered), and the rows joined into its JSON text. */
+  /** Of each key, the rows read at most: each one's JSON text answered, and how many. */
   each: number;
-  joined: number;
   /** The expiry now the related rows live at (ms since the epoch: the page's, LivePage). */
   now: number;
   /**
@@ -39,10 +40,10 @@ export interface RelatedRead {
 }
 
 /**
- * One row of a relatedRows statement: a key, how many rows it has (at most `each`), and the JSON texts
- * of its first `joined` of them in their order, joined by commas (on PostgreSQL null, beside a count above
- * 0, when they weigh more than a page may). Keys without rows have no row; a null key says the sort index
- * read through is none (RelatedRead.by); the key 0 answers RelatedRead.keysSeq.
+ * One row of a relatedRows statement: a key, how many rows it has (at most `each`; null or 0 for none),
+ * and the JSON texts of those rows in their order, joined by commas (on PostgreSQL null, beside a count
+ * above 0, when they weigh more than a page may). A key without rows has no row, or one of no rows; a null
+ * key says the sort index read through is none (RelatedRead.by); the key 0 answers RelatedRead.keysSeq.
  */
 export type RelatedPart = { k: number | string | null; n: number | string | null; json: string | null };
 
@@ -50,6 +51,12 @@ export type RelatedPart = { k: number | string | null; n: number | string | null
 export interface RelatedJson {
   /** A table of one column: the numbers of `list`, a JSON array (bound), as `type` (`id`: a row id; `num`: a sort key's number). */
   keys(list: string, type: 'id' | 'num'): Sql;
+  /**
+   * For each number of `list` (a JSON array, bound), the key `key.value`, a row `k` (the key), `n` (how
+   * many rows `rows` reads of it) and `json` (their JSON texts joined in the order they come in): `rows`
+   * is a subquery of `key.value`, ordered and limited, with the columns `id` and `data`.
+   */
+  eachKey(list: string, rows: Sql): Sql;
   /** A row's `field` as a number (null when it holds none), as a sort key's number compares with a key. */
   fieldKey(field: string): Sql;
   /** The slot of the collection's sort index of `field` (bound), null when it has none: a scalar subquery on the collection's `id`. */
@@ -58,15 +65,15 @@ export interface RelatedJson {
   keyedRows: string;
   /** A row's JSON text, of its columns `id` and `data`. */
   row: string;
-  /** The JSON texts of a key's rows, numbered `rn` in their order and coming in it, the first `joined` of them, joined in that order. */
-  rows(joined: number): string;
+  /** The JSON texts of a key's rows, numbered `rn` in their order and coming in it, joined in that order. */
+  rows: string;
   /** Ends the subquery of the rows ordered through a relation, so that each related row is looked up once (PageJson's). */
   fence: string;
 }
 
 /** The statement of a relation's rows for a whole page: its rows are RelatedPart. */
 export function relatedPage(json: RelatedJson, byField: FieldOrder, read: RelatedRead): Statement {
-  const { collection, keys, by, where, order, each, joined, now, keysSeq } = read;
+  const { collection, keys, by, where, order, now, keysSeq } = read;
   const list = JSON.stringify(keys);
   const filtered = where ? sql` and (${where})` : raw('');
   const seq = keysSeq
@@ -78,7 +85,58 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
     return sql`select rows.id as k, 1 as n, ${raw(json.row)} as json from rows
     where rows.collection_id = ${collection.id} and rows.id in ${json.keys(list, 'id')} and ${liveRowSql('rows', now)}${filtered}${seq}`;
   }
-  let columns = 'rows.id, rows.data';
+  const many = { ...read, list, filtered, fence: raw(ordersRelated(order) ? ` ${json.fence}` : '') };
+  return 'index' in by
+    ? sql`${throughIndex(json, byField, many, by.index)}${seq}`
+    : sql`${byItsField(json, byField, many, by.field)}${seq}`;
+}
+
+/** A to-many's read, its keys as a JSON array (`list`), its condition (`filtered`) and fence. */
+type ManyRead = RelatedRead & { list: string; filtered: Sql; fence: Sql };
+
+/**
+ * A to-many's rows through the sort index of `field`: of each key, its keys in the index walked in the
+ * order asked and stopped at `each`, so that no window numbers them and no sort orders them all. A key's
+ * keys of the index (rank 1, its number) come in the order of `str` (null in each) and then the row's id:
+ * ordered by `str` first, in the first key's direction, a page by id walks the index as it is, forwards
+ * or backwards; another order sorts that key's rows alone. Its LIMIT bound as `+?`, as a page's is
+ * (pages.ts, sortedPages). Then the row of a null key when the collection has no such index (or is gone).
+ */
+function throughIndex(json: RelatedJson, byField: FieldOrder, read: ManyRead, field: string): Sql {
+  const { collection, order, each, now, list, filtered, fence } = read;
+  const { columns, placed } = orderColumns(byField, read);
+  const slot = json.slotOf(collection.id, field);
+  const rows = sql`select * from (select k.str, k.row_id as id, rows.data${columns} from ${raw(json.keyedRows)}
+        where rows.collection_id = ${collection.id} and k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1
+          and k.num = key.value and ${liveRowSql('rows', now)}${filtered}${fence}) r
+      order by str ${raw(order[0]?.direction ?? 'asc')}, ${raw(placed)} limit +${each}`;
+  return sql`${json.eachKey(list, rows)}
+    union all select null, null, null where ${slot} is null`;
+}
+
+/**
+ * A to-many's rows by the `field` of each row of the collection (no sort index of it): every key's rows
+ * read at once, numbered per key in their order, cut at `each`, then sorted by key and number, so that
+ * each key's rows come to its group in their order.
+ */
+function byItsField(json: RelatedJson, byField: FieldOrder, read: ManyRead, field: string): Sql {
+  const { collection, each, now, list, filtered, fence } = read;
+  const { columns, placed } = orderColumns(byField, read);
+  const key = json.fieldKey(field);
+  return sql`select k, count(*) as n, ${raw(json.rows)} as json
+    from (select * from (select r.*, row_number() over (partition by k order by ${raw(placed)}) as rn
+      from (select ${key} as k, rows.id, rows.data${columns} from rows
+        where rows.collection_id = ${collection.id} and ${key} in ${json.keys(list, 'num')} and ${liveRowSql('rows', now)}${filtered}${fence}) r) r
+      where rn <= ${each} order by k, rn) r
+    group by k`;
+}
+
+/**
+ * The columns a to-many's order reads of its rows beside `id` and `data` (SQL, with its bindings), and
+ * the order of them (`placed`): ties break by id, in the last key's direction.
+ */
+function orderColumns(byField: FieldOrder, { order, collection, now }: RelatedRead): { columns: Sql; placed: string } {
+  let columns = '';
   const bindings: SqlValue[] = [];
   const placed: string[] = [];
   order.forEach((key, index) => {
@@ -91,35 +149,6 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
     bindings.push(...field.bindings);
     for (const { column } of field.order) placed.push(`${column.sql} ${column.direction}`);
   });
-  // Ties break by id, in the last key's direction.
   if (!order.some((key) => key.field === 'id')) placed.push(`id ${order.at(-1)?.direction ?? 'asc'}`);
-  const { key, from, keyed, noIndex } = keyedRows(json, collection, by, list);
-  const fence = raw(ordersRelated(order) ? ` ${json.fence}` : '');
-  // Numbered, cut, then sorted by key and number, so that each key's rows come to its group in their order.
-  return sql`select k, count(*) as n, ${raw(json.rows(joined))} as json
-    from (select * from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
-      from (select ${key} as k, ${{ sql: columns, params: bindings }} from ${from}
-        where rows.collection_id = ${collection.id} and ${keyed} and ${liveRowSql('rows', now)}${filtered}${fence}) r) r
-      where rn <= ${each} order by k, rn) r
-    group by k${noIndex}${seq}`;
-}
-
-/**
- * How a to-many's statement finds the rows of its keys (`list`, a JSON array): `key`, the SQL of a row's
- * key; `from`, what it reads; `keyed`, the condition on them; `noIndex`, the row it answers when the sort
- * index it reads through is none (RelatedRead.by).
- */
-function keyedRows(json: RelatedJson, collection: CollectionRef, by: { index: string } | { field: string }, list: string) {
-  if ('index' in by) {
-    const slot = json.slotOf(collection.id, by.index);
-    return {
-      key: raw('k.num'),
-      from: raw(json.keyedRows),
-      keyed: sql`k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1 and k.num in ${json.keys(list, 'num')}`,
-      noIndex: sql`
-    union all select null, null, null where ${slot} is null`,
-    };
-  }
-  const key = json.fieldKey(by.field);
-  return { key, from: raw('rows'), keyed: sql`${key} in ${json.keys(list, 'num')}`, noIndex: raw('') };
+  return { columns: { sql: columns, params: bindings }, placed: placed.join(', ') };
 }

@@ -92,16 +92,24 @@ const byField: FieldOrder = (key, index, at, collection, now) => {
   };
 };
 
+/** A key's rows as one JSON text, joined as they come, only when they add up to at most MAX_PAGE_BYTES (null otherwise, beside a count above 0). */
+const keyJsonSql = `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',') end`;
+
 /**
  * The rows related to a page's, for a relation of the whole page (../../engine/sql/related.ts): the keys
- * read from their JSON array, each key of a to-many's its rows read by their primary key (LATERAL, kept a
- * subquery by `offset 0`, as sortedPages' are), each key's rows joined in their order, only when they
- * add up to at most MAX_PAGE_BYTES.
+ * read from their JSON array, each key's rows of a to-many read by a LATERAL subquery in their order, and
+ * each of their rows by its primary key (LATERAL, kept a subquery by `offset 0`, as sortedPages' are);
+ * each key's rows joined in their order, only when they add up to at most MAX_PAGE_BYTES.
  */
 export const relatedRows: PageSource['relatedRows'] = (read) => relatedPage(relatedJson, byField, read);
 
 const relatedJson: RelatedJson = {
   keys: (list, type) => sql`(select jsonb_array_elements_text(${list}::jsonb)::${raw(type === 'id' ? 'bigint' : 'numeric')})`,
+  // A key's rows joined as the ordered subquery hands them over, its aggregate's only input (PostgreSQL's
+  // documentation, "Aggregate Functions": a sorted subquery, no join at the aggregate's level).
+  eachKey: (list, rows) => sql`select key.value as k, r.n, r.json
+    from (select jsonb_array_elements_text(${list}::jsonb)::numeric as value) key
+    cross join lateral (select count(*) as n, ${raw(keyJsonSql)} as json from (${rows}) r) r`,
   fieldKey(name) {
     const { value, bindings } = field(name);
     return { sql: `(case when jsonb_typeof(${value}) = 'number' then (${value})::numeric end)`, params: [...bindings, ...bindings] };
@@ -111,8 +119,7 @@ const relatedJson: RelatedJson = {
         where c.id = ${id} and e.f = ${field})`,
   row: rowJsonSql,
   keyedRows: 'sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows',
-  rows: (joined) =>
-    `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by rn) filter (where rn <= ${joined}) end`,
+  rows: pageJsonSql('rn'),
   fence: pageJson.fence,
 };
 

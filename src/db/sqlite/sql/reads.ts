@@ -135,13 +135,21 @@ const byField: FieldOrder = (key, index, at, collection, now) => {
 
 /**
  * The rows related to a page's, for a relation of the whole page (../../engine/sql/related.ts): the keys
- * read from their JSON array by json_each, a to-many's keys the outer loop (CROSS JOIN), each key's rows
- * joined in their order.
+ * read from their JSON array by json_each, each key's rows of a to-many read in their order by a subquery
+ * of the key, its sort keys the outer loop (CROSS JOIN), each key's rows joined in their order.
  */
 export const relatedRows: PageSource['relatedRows'] = (read) => relatedPage(relatedJson, byField, read);
 
 const relatedJson: RelatedJson = {
   keys: (list) => sql`(select value from json_each(${list}))`,
+  // SQLite has no LATERAL, and a subquery in FROM sees no table beside it: a key's rows are read by a
+  // scalar subquery of the key, which answers one value, their count and their texts as one text, split
+  // again around it. The fence keeps SQLite from merging the query of the keys into the one around it,
+  // which would run the subquery once for each of the two parts. The texts are cut from the text as a
+  // blob, by bytes (the count before them is digits), where substr of a text counts its characters.
+  eachKey: (list, rows) => sql`select k, cast(x as integer) as n, cast(substr(cast(x as blob), instr(x, ' ') + 1) as text) as json
+    from (select key.value as k, (select count(*) || ' ' || ${raw(pageJsonSql)} from (${rows}) r) as x
+      from json_each(${list}) key ${raw(pageJson.fence)})`,
   fieldKey(name) {
     const { type, value, key } = field(name);
     return { sql: `(case when ${type} = 'integer' then ${value} end)`, params: [key, key] };
@@ -151,7 +159,7 @@ const relatedJson: RelatedJson = {
   keyedRows: 'sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
   // Joined as they come (pageJsonSql): the subquery hands each key's rows over in their order; an ORDER BY of
   // group_concat would sort them again.
-  rows: (joined) => `group_concat(case when rn <= ${joined} then ${rowJsonSql} end, ',')`,
+  rows: pageJsonSql,
   fence: pageJson.fence,
 };
 
