@@ -50,10 +50,16 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
     select collection_id, seq, 'insert', id, ${rowJsonSql}, new.at from (${select})`;
 
 /**
- * `row_inserts (collection_id, n, texts, at, account_id, onces)`: `texts` is a JSON array of the `n`
+ * `row_inserts (collection_id, n, texts, at, account_id, onces, named)`: `texts` is a JSON array of the `n`
  * rows' texts (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq,
  * `at` is the events' time; then the rows' sort keys and unique keys. No such collection (a null id):
  * nothing is written (insertSql answers a null id).
+ *
+ * `named` holds the rows of other collections the rows name in their relations (../../relations/), a JSON
+ * array of `[collection id, row id]`, each pair once, empty for none: when one is not found the statement
+ * aborts before it writes anything, and the insert looks them up again to say which (../rows.ts). So an
+ * insert that names rows is one statement, as one that names none, where the look-up was a statement of
+ * its own before it, on the writer.
  *
  * `onces` holds the Idempotency-Keys of the inserts sent with one (openapi.yaml, IdempotencyKey), a
  * JSON array, empty for none, of `[key, request hash, at, expires at, first, n]`: `first` the place in
@@ -68,9 +74,12 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
  * key lookup, where the planner would otherwise read every key of the account.
  */
 const rowInserts = `
-  create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces) as
-    select null, null, null, null, null, null where 0;
+  create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces, named) as
+    select null, null, null, null, null, null, null where 0;
   create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
+    select raise(abort, 'named row missing') where new.collection_id is not null and new.named <> '[]'
+      and (select count(*) from json_each(new.named) n cross join rows r on r.collection_id = n.value ->> 0 and r.id = n.value ->> 1)
+        < json_array_length(new.named);
     update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
       where id = new.collection_id;
     insert into rows (collection_id, id, data, version, expires_at)
@@ -168,7 +177,7 @@ const updateEvent = (patched: string, row: string) => `insert into events (colle
 export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
 
 /**
- * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces (as
+ * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces, `?8` named (as
  * row_inserts takes them), `?7` the schema id the rows were checked with. Answers `id`, the
  * collection's (null when there is no such collection, or its schema is another), and its
  * `last_row_id` and `last_seq` once the rows are in.
@@ -176,7 +185,7 @@ export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_
  * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
  * up in each of its statements.
  */
-export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6)
+export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6, ?8)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
     (select last_seq from collections where id = row_inserts.collection_id) as last_seq,
     (select search from collections where id = row_inserts.collection_id) as search`;
