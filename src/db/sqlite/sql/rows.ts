@@ -40,10 +40,21 @@ const sortKeys = (rows: string, id: string, data: string) => `insert into sort_k
  * has (`uniques`), each replacing the row's key where it moved: a key another row holds aborts the
  * statement (unique_keys_key).
  */
-const uniqueKeys = (rows: string, id: string, data: string) => `insert into unique_keys (collection_id, row_id, index_id, key)
-    select c.id, ${id}, u.value ->> 0, ${uniqueKeySql.key(data, 'u.value -> 1')}
-      from collections c, json_each(c.uniques) u, ${rows} where ${collection}
+const uniqueKeys = (rows: string, id: string, data: string) => `${newUniqueKeys(rows, id, data)}
     on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key`;
+
+/** uniqueKeys() of rows that have none yet, new rows: a plain INSERT, which looks for no key of the row to replace. */
+const newUniqueKeys = (rows: string, id: string, data: string) => `insert into unique_keys (collection_id, row_id, index_id, key)
+    select c.id, ${id}, u.value ->> 0, ${uniqueKeySql.key(data, 'u.value -> 1')}
+      from collections c, json_each(c.uniques) u, ${rows} where ${collection}`;
+
+/**
+ * The rows the INSERT's trigger has just inserted, as a FROM item `r`: their ids, texts and versions (each
+ * row's version is its insert event's seq), read back through the primary key, where each read of
+ * json_each(new.texts) parses the group's whole JSON array again and unescapes each row's text from it.
+ */
+const inserted = `(select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
+      and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r`;
 
 /** The insert events of the rows `select` answers (columns collection_id, seq, id, data), as rowJson() in ../rows.ts makes them. */
 const insertEvents = (select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
@@ -85,9 +96,9 @@ const rowInserts = `
     insert into rows (collection_id, id, data, version, expires_at)
       select c.id, c.last_row_id - new.n + 1 + t.key, t.value, c.last_seq - new.n + 1 + t.key, ${rowExpiry('t.value', 'c.ttl_field')}
       from collections c, json_each(new.texts) t where ${collection};
-    ${insertEvents(`select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
-    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
-    ${uniqueKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
+    ${insertEvents(`select c.id as collection_id, r.version as seq, r.id, r.data from collections c, ${inserted} where ${collection}`)};
+    ${sortKeys(inserted, 'r.id', 'r.data')};
+    ${newUniqueKeys(inserted, 'r.id', 'r.data')};
     insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
       select new.account_id, o.value ->> 0, o.value ->> 1, 201,
         case when o.value ->> 5 = 1
