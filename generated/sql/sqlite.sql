@@ -585,7 +585,7 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
   id desc limit +? offset ?) r;
 
 -- insertSql
-insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?7), ?3, ?4, ?5, ?1, ?6)
+insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?7), ?3, ?4, ?5, ?1, ?6, ?8)
 returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
   (select last_seq from collections where id = row_inserts.collection_id) as last_seq,
   (select search from collections where id = row_inserts.collection_id) as search;
@@ -921,11 +921,14 @@ create table if not exists knex_migrations_lock (`index` integer not null primar
 insert into knex_migrations_lock (is_locked) select 0 where not exists (select 1 from knex_migrations_lock);
 
 -- writer setup: row_inserts
-create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces) as
-  select null, null, null, null, null, null where 0;
+create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces, named) as
+  select null, null, null, null, null, null, null where 0;
 
 -- writer setup: row_inserts_write
 create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
+  select raise(abort, 'named row missing') where new.collection_id is not null and new.named <> '[]'
+    and (select count(*) from json_each(new.named) n cross join rows r on r.collection_id = n.value ->> 0 and r.id = n.value ->> 1)
+      < json_array_length(new.named);
   update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
     where id = new.collection_id;
   insert into rows (collection_id, id, data, version, expires_at)
@@ -937,20 +940,22 @@ then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(t.value, '$.' || c.ttl_field) as v limit 1 offset 0)) end
     from collections c, json_each(new.texts) t where c.id = new.collection_id;
   insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where c.id = new.collection_id);
+  select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, r.version as seq, r.id, r.data from collections c, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
+    and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
   case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, c.last_row_id - new.n + 1 + r.key as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, json_each(new.texts) r left join json_each(r.value) k on k.key = f.value
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
+    from collections c, json_each(c.sorted) f, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
+    and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, c.last_row_id - new.n + 1 + r.key, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.value -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, json_each(new.texts) r where c.id = new.collection_id
-  on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
+  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
+    from collections c, json_each(c.uniques) u, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
+    and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r where c.id = new.collection_id;
   insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
     select new.account_id, o.value ->> 0, o.value ->> 1, 201,
       case when o.value ->> 5 = 1

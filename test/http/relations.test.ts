@@ -150,6 +150,9 @@ describeEachBackend('relations', (backend) => {
       });
       expect(together.status, JSON.stringify(together.body)).to.equal(200);
       expect((await client.post(`/v1/collections/${posts}/indexes`, { fields: ['title'], unique: true })).status).to.equal(201);
+      // Rows that name rows and a value another row holds: their statement fails on the unique index, not on a relation.
+      const taken = await client.post<Problem>(`/v1/collections/${posts}/rows`, [{ title: 'a', author_id: 1 }]);
+      expect([taken.status, taken.body.code]).to.deep.equal([409, 'unique_violation']);
       const upsert = await client.post(`/v1/collections/${posts}/rows?on_conflict=title`, [{ title: 'a', author_id: 44 }]);
       expect(upsert.status).to.equal(422);
       expect((await rowsOf(posts)).map((row) => row.author_id)).to.deep.equal([1, 1, 2, null, 4]);

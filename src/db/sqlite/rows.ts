@@ -7,7 +7,7 @@ import { queryTimeout, rowNotFound } from '../../errors.ts';
 import type { OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import { rowJson, versionOf } from '../../rows.ts';
-import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, Read, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.ts';
 import { StaleSchema } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
 import type { Fields, FirstInserted, ReadRow, RowImporter, RowPort, VersionedRow } from '../engine/port.ts';
@@ -226,22 +226,15 @@ async function writePatches(
  * such collection): nothing written.
  */
 async function writeInserts(
-  { db, steps }: SqliteRowParts,
+  parts: SqliteRowParts,
   trx: WriteTx,
   accountId: number,
   collection: string,
   schemaId: number,
   inserts: Insert[],
 ): Promise<FirstInserted[]> {
+  const { db, steps } = parts;
   const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
-  // The rows they name, looked up on the writer, which no other write comes between this and the statement.
-  if (db.schemas.names(schemaId))
-    await db.schemas.named(
-      (sql, params) => db.run(trx, sql, params),
-      schemaId,
-      collection,
-      all.map((text) => JSON.parse(text) as Fields),
-    );
   // As row_inserts takes them (sql/); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
   let onces = '';
   let place = 0;
@@ -254,11 +247,8 @@ async function writeInserts(
   const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
   // A constraint it breaks (its trigger's check of the keys, sql/, row_inserts, or a unique index)
   // is told apart once the statement has rolled back (insertRows).
-  const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number; search: string | null }>(
-    trx,
-    insertSql,
-    params,
-  );
+  const insert = (named: string) => db.run<InsertWritten>(trx, insertSql, [...params, named]);
+  const [written] = db.schemas.names(schemaId) ? await insertNaming(parts, trx, collection, schemaId, all, insert) : await insert('[]');
   if (written.id === null) throw new StaleSchema();
   const firstId = written.last_row_id - all.length + 1;
   const search = searchIndexOf(written.id, written.search);
@@ -279,6 +269,39 @@ async function writeInserts(
     seq += texts.length;
   }
   return firsts;
+}
+
+/** What insertSql answers. */
+type InsertWritten = { id: number | null; last_row_id: number; last_seq: number; search: string | null };
+
+/**
+ * The inserts of rows `texts` that may name rows of other collections (the schema `schemaId`'s relations),
+ * by `insert` with the rows they name as row_inserts takes them (sql/): one statement, which aborts when
+ * one is missing. Then, and for a value that is no row id, they are looked up on their own, on the writer,
+ * which no other write comes between the look-up and the statement: the 422 says which; when none is
+ * missing (the abort was another constraint's), the statement runs again, naming none.
+ */
+async function insertNaming(
+  { db }: SqliteRowParts,
+  trx: WriteTx,
+  collection: string,
+  schemaId: number,
+  texts: string[],
+  insert: (named: string) => Promise<InsertWritten[]>,
+): Promise<InsertWritten[]> {
+  const read: Read = (sql, params) => db.run(trx, sql, params);
+  const rows = texts.map((text) => JSON.parse(text) as Fields);
+  const named = await db.schemas.namedRows(read, schemaId, rows);
+  if (named) {
+    const pairs = named.ids.map((id, index) => `[${named.collections[index]},${id}]`).join(',');
+    try {
+      return await insert(`[${pairs}]`);
+    } catch (error) {
+      if (!isConstraintViolation(error) || named.ids.length === 0) throw error;
+    }
+  }
+  await db.schemas.named(read, schemaId, collection, rows);
+  return insert('[]');
 }
 
 /** The answer of one patch, or the error it met, thrown. */

@@ -162,7 +162,7 @@ function bestScores(scores: Sql, page: Page, where: Sql | undefined, live: Sql):
   const [key] = page.order;
   if (where || page.count || page.order.length !== 1 || key.field !== SCORE) return scores;
   const best = (past: Sql) =>
-    sql`(select collection_id, row_id, score from ${scores} s where ${live}${past} order by score desc, row_id asc limit ${page.offset + page.limit})`;
+    sql`(select collection_id, row_id, score from ${scores} s where ${live}${past} order by score desc, row_id asc limit +${page.offset + page.limit})`;
   if (!page.after) return best(raw(''));
   const at = page.after.values[0]?.scalar;
   return typeof at === 'number' ? best(sql` and (score < ${at} or (score = ${at} and row_id > ${page.after.id}))`) : scores;

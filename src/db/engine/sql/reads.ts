@@ -60,12 +60,16 @@ export interface KeysWithin {
   scan?: number;
 }
 
-/** The table of keys a filtered page reads from: all of `sort_keys`, or with `scan` the first `scan` keys within the bounds, in order. */
+/**
+ * The table of keys a filtered page reads from: all of `sort_keys`, or with `scan` the first `scan` keys
+ * within the bounds, in order. The LIMIT is `+` its binding, as a page's is (./pages.ts, wholePage): SQLite
+ * prepares a statement whose LIMIT is a bare binding again each time it runs.
+ */
 export const firstKeys = ({ collectionId, slot, order, bounds, scan }: KeysWithin): Sql =>
   scan === undefined
     ? raw('sort_keys')
     : sql`(select * from sort_keys where collection_id = ${collectionId} and slot = ${slot} and ${bounds}
-      order by ${raw(keyOrder('', order))} limit ${scan})`;
+      order by ${raw(keyOrder('', order))} limit +${scan})`;
 
 /**
  * The related row a key of an order through a relation reads (../reads/pages.ts, FieldOrder), as a scalar

@@ -40,20 +40,37 @@ const sortKeys = (rows: string, id: string, data: string) => `insert into sort_k
  * has (`uniques`), each replacing the row's key where it moved: a key another row holds aborts the
  * statement (unique_keys_key).
  */
-const uniqueKeys = (rows: string, id: string, data: string) => `insert into unique_keys (collection_id, row_id, index_id, key)
-    select c.id, ${id}, u.value ->> 0, ${uniqueKeySql.key(data, 'u.value -> 1')}
-      from collections c, json_each(c.uniques) u, ${rows} where ${collection}
+const uniqueKeys = (rows: string, id: string, data: string) => `${newUniqueKeys(rows, id, data)}
     on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key`;
+
+/** uniqueKeys() of rows that have none yet, new rows: a plain INSERT, which looks for no key of the row to replace. */
+const newUniqueKeys = (rows: string, id: string, data: string) => `insert into unique_keys (collection_id, row_id, index_id, key)
+    select c.id, ${id}, u.value ->> 0, ${uniqueKeySql.key(data, 'u.value -> 1')}
+      from collections c, json_each(c.uniques) u, ${rows} where ${collection}`;
+
+/**
+ * The rows the INSERT's trigger has just inserted, as a FROM item `r`: their ids, texts and versions (each
+ * row's version is its insert event's seq), read back through the primary key, where each read of
+ * json_each(new.texts) parses the group's whole JSON array again and unescapes each row's text from it.
+ */
+const inserted = `(select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
+      and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r`;
 
 /** The insert events of the rows `select` answers (columns collection_id, seq, id, data), as rowJson() in ../rows.ts makes them. */
 const insertEvents = (select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, ${rowJsonSql}, new.at from (${select})`;
 
 /**
- * `row_inserts (collection_id, n, texts, at, account_id, onces)`: `texts` is a JSON array of the `n`
+ * `row_inserts (collection_id, n, texts, at, account_id, onces, named)`: `texts` is a JSON array of the `n`
  * rows' texts (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq,
  * `at` is the events' time; then the rows' sort keys and unique keys. No such collection (a null id):
  * nothing is written (insertSql answers a null id).
+ *
+ * `named` holds the rows of other collections the rows name in their relations (../../relations/), a JSON
+ * array of `[collection id, row id]`, each pair once, empty for none: when one is not found the statement
+ * aborts before it writes anything, and the insert looks them up again to say which (../rows.ts). So an
+ * insert that names rows is one statement, as one that names none, where the look-up was a statement of
+ * its own before it, on the writer.
  *
  * `onces` holds the Idempotency-Keys of the inserts sent with one (openapi.yaml, IdempotencyKey), a
  * JSON array, empty for none, of `[key, request hash, at, expires at, first, n]`: `first` the place in
@@ -68,17 +85,20 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
  * key lookup, where the planner would otherwise read every key of the account.
  */
 const rowInserts = `
-  create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces) as
-    select null, null, null, null, null, null where 0;
+  create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces, named) as
+    select null, null, null, null, null, null, null where 0;
   create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
+    select raise(abort, 'named row missing') where new.collection_id is not null and new.named <> '[]'
+      and (select count(*) from json_each(new.named) n cross join rows r on r.collection_id = n.value ->> 0 and r.id = n.value ->> 1)
+        < json_array_length(new.named);
     update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
       where id = new.collection_id;
     insert into rows (collection_id, id, data, version, expires_at)
       select c.id, c.last_row_id - new.n + 1 + t.key, t.value, c.last_seq - new.n + 1 + t.key, ${rowExpiry('t.value', 'c.ttl_field')}
       from collections c, json_each(new.texts) t where ${collection};
-    ${insertEvents(`select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
-    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
-    ${uniqueKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
+    ${insertEvents(`select c.id as collection_id, r.version as seq, r.id, r.data from collections c, ${inserted} where ${collection}`)};
+    ${sortKeys(inserted, 'r.id', 'r.data')};
+    ${newUniqueKeys(inserted, 'r.id', 'r.data')};
     insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
       select new.account_id, o.value ->> 0, o.value ->> 1, 201,
         case when o.value ->> 5 = 1
@@ -168,7 +188,7 @@ const updateEvent = (patched: string, row: string) => `insert into events (colle
 export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
 
 /**
- * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces (as
+ * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces, `?8` named (as
  * row_inserts takes them), `?7` the schema id the rows were checked with. Answers `id`, the
  * collection's (null when there is no such collection, or its schema is another), and its
  * `last_row_id` and `last_seq` once the rows are in.
@@ -176,7 +196,7 @@ export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_
  * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
  * up in each of its statements.
  */
-export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6)
+export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6, ?8)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
     (select last_seq from collections where id = row_inserts.collection_id) as last_seq,
     (select search from collections where id = row_inserts.collection_id) as search`;
