@@ -58,6 +58,8 @@ export interface KeysWithin {
   order: Direction;
   bounds: Sql;
   scan?: number;
+  /** A condition on the collection's row the page is read under: when it does not hold, the page's seq is null (pages.ts, byId). */
+  guard?: Sql;
 }
 
 /** The table of keys a filtered page reads from: all of `sort_keys`, or with `scan` the first `scan` keys within the bounds, in order. */
