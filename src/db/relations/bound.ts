@@ -129,9 +129,10 @@ function boundMatch(
   if (!index) return undefined;
   const exact = index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
   const test = exact ? TRUE : source.filterSql(inner);
-  const ids = sql`select id from rows where collection_id = ${other.id} and id in (select row_id from sort_keys
-        where collection_id = ${other.id} and slot = ${index.slot} and ${source.keyBoundsSql(index.bounds)})
-      and ${liveRowSql('rows', now)} and (${test})`;
+  // The keys of the range first, each key's row found by its primary key.
+  const ids = sql`select rows.id from sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+      where k.collection_id = ${other.id} and k.slot = ${index.slot} and ${source.keyBoundsSql(index.bounds)}
+        and ${liveRowSql('rows', now)} and (${test})`;
   const one = oneValue(index.bounds) && unique.includes(index.field);
   return { collectionId: known.id, field: relation.field, slot, ids, one };
 }
