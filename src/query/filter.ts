@@ -56,6 +56,14 @@ export interface RelatedCondition {
   relation: string;
   op: '$match' | '$some';
   filter: Filter;
+  /**
+   * Set once the data layer has bound a `$match` to be read by the statement of the rows it filters
+   * (src/db/relations/bound.ts, boundAlone): the row's field that names the related row, the slot of
+   * its sort index in the row's collection (`collectionId`), and `ids`, the SQL (and its bindings) of a
+   * subquery of the ids of the related rows the inner filter matches; `one` when they are one at most
+   * (an equality on a field the related collection holds unique, which the statement checks).
+   */
+  bound?: { collectionId: number; field: string; slot: number; ids: { sql: string; params: (string | number | null)[] }; one: boolean };
 }
 
 /** A filter read: `and` of no filters holds for every row. */

@@ -72,6 +72,43 @@ describeEachBackend('a collection changed by another instance', (backend) => {
     expect(patched.body).to.deep.equal({ id: 1, n: 6, was: 'new' });
   });
 
+  it('reads a $match through its relation as declared there anew, deleted there, and through an index made there', async () => {
+    const match = (filter: object) =>
+      client.get<{ id: number }[]>(`/v1/collections/posts/rows?filter=${encodeURIComponent(JSON.stringify(filter))}`);
+    const ids = async (filter: object) => (await match(filter)).body.map((row) => row.id);
+    for (const name of ['people', 'posts']) await client.post('/v1/collections', { name });
+    await client.post('/v1/collections/people/rows', [{ email: 'a@x' }, { email: 'b@x' }, { email: 'c@x', team: 't' }]);
+    expect((await client.post('/v1/collections/people/indexes', { fields: ['email'], unique: true })).status).to.equal(201);
+    await client.post('/v1/collections/posts/rows', [
+      { author_id: 1, editor_id: 2 },
+      { author_id: 2, editor_id: 1 },
+      { author_id: 1, editor_id: 3 },
+    ]);
+    expect((await client.put('/v1/collections/posts/relations/author', { field: 'author_id', collection: 'people' })).status).to.equal(200);
+    // Read twice: the second from what this server saw.
+    for (let read = 0; read < 2; read++) expect(await ids({ author: { $match: { email: 'a@x' } } })).to.deep.equal([1, 3]);
+    expect(await ids({ $not: { author: { $match: { email: 'a@x' } } } })).to.deep.equal([2]);
+
+    await other.putRelation(accountId, 'posts', 'author', { field: 'editor_id', collection: 'people' });
+    await other.sortBy(accountId, 'posts', 'editor_id');
+    expect(await ids({ author: { $match: { email: 'a@x' } } })).to.deep.equal([2]);
+    expect(await ids({ author: { $match: { email: 'c@x' } } })).to.deep.equal([3]);
+
+    await other.createIndex(accountId, 'people', ['team'], false);
+    await other.sortBy(accountId, 'people', 'team');
+    expect(await ids({ author: { $match: { team: 't' } } })).to.deep.equal([3]);
+
+    // Read here as one person at most, by the unique email: no longer once the index is gone and two share it.
+    await other.deleteIndex(accountId, 'people', 'email');
+    await other.insertRows(accountId, 'people', [{ email: 'a@x' }]);
+    await other.insertRows(accountId, 'posts', [{ author_id: 3, editor_id: 4 }]);
+    for (let read = 0; read < 2; read++) expect(await ids({ author: { $match: { email: 'a@x' } } })).to.deep.equal([2, 4]);
+
+    await other.deleteRelation(accountId, 'posts', 'author');
+    const refused = await match({ author: { $match: { email: 'a@x' } } });
+    expect(refused.status).to.equal(400);
+  });
+
   it('is an empty page, not a 404, for a collection that exists without rows', async () => {
     await client.post('/v1/collections', { name: 'empty' });
     for (const query of ['', '?order_by=n']) {

@@ -24,6 +24,8 @@ export class KnownIndexes {
   private readonly known = new Map<string, { id: number; sorted: string[] }>();
   /** Whether a range of an index held many keys, by the range (largeRange()), and when it was counted. */
   private readonly ranges = new Map<string, { large: boolean; at: number }>();
+  /** By collection id: the fields it had a unique index of, each alone, when last seen (uniqueFields()). */
+  private readonly uniques = new Map<number, readonly string[]>();
 
   get(accountId: number, name: string) {
     return this.known.get(`${accountId}/${name}`);
@@ -34,6 +36,22 @@ export class KnownIndexes {
     this.known.delete(key);
     if (this.known.size >= MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);
     this.known.set(key, { id, sorted });
+  }
+
+  /**
+   * The fields the collection `id` had a unique index of (each one alone) when last seen: a guess, since a
+   * unique index may be dropped, which a read that relies on it checks (../relations/bound.ts). Undefined
+   * when not seen.
+   */
+  uniqueFields(id: number): readonly string[] | undefined {
+    return this.uniques.get(id);
+  }
+
+  /** Notes the fields the collection `id` has a unique index of, each alone. */
+  setUniqueFields(id: number, fields: readonly string[]): void {
+    this.uniques.delete(id);
+    if (this.uniques.size >= MAX_KNOWN) this.uniques.delete(this.uniques.keys().next().value as number);
+    this.uniques.set(id, fields);
   }
 
   /**

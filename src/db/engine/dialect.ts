@@ -182,8 +182,15 @@ type IndexedOperator = '$eq' | '$gt' | '$gte' | '$lt' | '$lte' | '$prefix';
 /** A value a sort index keys. */
 export type KeyValue = number | string | boolean;
 
-/** A condition on an indexed field's value: only values of the operand's JSON type meet it (`$in`: of its values', all of one type). */
-export type KeyCondition = { op: IndexedOperator; operand: KeyValue } | { op: '$in'; operand: KeyValue[] };
+/**
+ * A condition on an indexed field's value: only values of the operand's JSON type meet it (`$in`: of its
+ * values', all of one type; `$ids`: of the row ids a subquery reads, SQL with its bindings, of rank 1,
+ * with `one` known to read one at most).
+ */
+type KeyCondition = ValueCondition | { op: '$ids'; operand: { sql: string; params: SqlValue[] }; one: boolean };
+
+/** A KeyCondition on values a filter names. */
+export type ValueCondition = { op: IndexedOperator; operand: KeyValue } | { op: '$in'; operand: KeyValue[] };
 
 /**
  * A range of a sort index (../reads/filter-indexes.ts): the keys of one rank (1 numbers, 2 strings, 3 booleans) that meet every one

@@ -89,6 +89,15 @@ export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
       parts.push(keysInSql(rank, condition.operand));
       continue;
     }
+    if (condition.op === '$ids') {
+      // One id at most: an equality, whose keys come in the order of their rows' ids.
+      parts.push(
+        condition.one
+          ? sql`num = (select ids.id::numeric from (${condition.operand}) ids(id) limit 1)`
+          : sql`num in (select ids.id::numeric from (${condition.operand}) ids(id))`,
+      );
+      continue;
+    }
     const { op, operand } = condition;
     if (typeof operand !== 'string') {
       parts.push(sql`num ${raw(op === '$eq' ? '=' : signs[op as keyof typeof signs])} ${JSON.stringify(Number(operand))}::numeric`);

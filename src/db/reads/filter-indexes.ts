@@ -3,7 +3,9 @@
 // order of pages: its JSON type's rank, then its number or its string. So the rows whose field equals a
 // number, a string or a boolean, lies in a range of them, or starts with a prefix, are one range of the
 // field's keys; those whose field is one of a list of such values (`$in`, all of one type), a few keys
-// looked up one by one (as a `$match` through a relation becomes: relations/filters.ts). A filter whose top level (its members, all ANDed) holds such a condition on a top-level
+// looked up one by one (as a `$match` through a relation becomes: relations/filters.ts), or those of the
+// ids a subquery of the related rows reads (a `$match` bound to be read in the page's own statement). A
+// filter whose top level (its members, all ANDed) holds such a condition on a top-level
 // field that has an index reads only that range of the index, and tests the whole filter on those rows
 // alone, instead of on every row of the collection.
 //
@@ -12,10 +14,11 @@
 // strings, taken inclusive; the whole filter, tested on each row of the range, keeps exactly the rows
 // it keeps on the whole collection.
 import type { FieldCondition, Filter } from '../../query/filter.ts';
-import type { KeyBounds, KeyCondition, KeyValue } from '../engine/dialect.ts';
+import type { KeyBounds, KeyValue, ValueCondition } from '../engine/dialect.ts';
 
 /** Whether the range holds one value only (an equality): its keys then come in the order of their rows' ids. */
-export const oneValue = ({ conditions }: KeyBounds) => conditions.some(({ op }) => op === '$eq');
+export const oneValue = ({ conditions }: KeyBounds) =>
+  conditions.some((condition) => condition.op === '$eq' || (condition.op === '$ids' && condition.one));
 
 /** A field of the filter's top level, and the range of its index that holds every row the filter keeps. */
 export interface IndexedField {
@@ -31,7 +34,7 @@ const isKeyValue = (value: unknown): value is KeyValue =>
   typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean';
 
 /** A condition an index range can find the rows of, or undefined. */
-function keyCondition(condition: FieldCondition): KeyCondition | undefined {
+function keyCondition(condition: FieldCondition): ValueCondition | undefined {
   if (condition.path.length !== 1 || condition.path[0] === 'id') return undefined;
   const { op, operand } = condition;
   if (op === '$prefix') return { op, operand };
@@ -55,6 +58,12 @@ export function indexedFields(filter: Filter): IndexedField[] {
   const top = filter.kind === 'and' ? filter.filters : [filter];
   const found = new Map<string, KeyBounds>();
   for (const part of top) {
+    if (part.kind === 'related' && part.bound) {
+      // A `$match` bound to be read in the page's statement: the keys of the related rows' ids.
+      const { field, ids, one } = part.bound;
+      if (!found.has(field)) found.set(field, { rank: 1, conditions: [{ op: '$ids', operand: ids, one }] });
+      continue;
+    }
     if (part.kind !== 'field') continue;
     const condition = keyCondition(part);
     if (!condition) continue;
@@ -65,6 +74,6 @@ export function indexedFields(filter: Filter): IndexedField[] {
     else if (bounds.rank === rank) bounds.conditions.push(condition);
   }
   const fields = [...found].map(([field, bounds]) => ({ field, bounds, whole: bounds.conditions.length === top.length }));
-  const equal = ({ bounds }: IndexedField) => bounds.conditions.some((condition) => condition.op === '$eq');
+  const equal = ({ bounds }: IndexedField) => oneValue(bounds);
   return [...fields.filter(equal), ...fields.filter((field) => !equal(field))];
 }

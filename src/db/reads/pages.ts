@@ -12,7 +12,7 @@ import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { byId, byName, type CollectionRef, type KeyRange, type LivePage, withinIndex } from '../engine/sql/pages.ts';
 import { collectionSql, keyCountUpToSql, presentCountSql } from '../engine/sql/reads.ts';
-import { raw } from '../engine/sql/template.ts';
+import { raw, type Sql } from '../engine/sql/template.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { type IndexedField, indexedFields, oneValue } from './filter-indexes.ts';
@@ -87,9 +87,7 @@ export async function readPage(source: PageSource, accountId: number, collection
  * first page ordered by a field makes its); the field the page is ordered by comes first.
  */
 async function filteredPage(source: PageSource, accountId: number, collection: string, page: LivePage, filter: Filter): Promise<RowsPage> {
-  const [key] = page.order;
-  const found = indexedFields(filter);
-  const fields = [...found.filter(({ field }) => field === key.field), ...found.filter(({ field }) => field !== key.field)];
+  const fields = fieldsInOrder(filter, page.order);
   if (fields.length === 0) return queryPage(source, byName(accountId, collection), collection, page);
   const known = source.knownIndexes.get(accountId, collection);
   const read = known && (await pageInIndex(source, known, collection, page, fields));
@@ -101,6 +99,31 @@ async function filteredPage(source: PageSource, accountId: number, collection: s
     fields.map(({ field }) => field),
   );
   return (await pageInIndex(source, index, collection, page, fields)) ?? queryPage(source, byName(accountId, collection), collection, page);
+}
+
+/**
+ * A filtered page of the collection `known` (its id and sort indexes as last seen) read only while its row
+ * in `collections` meets `guard`, through the sort index of a field of the filter's top level: a filter
+ * bound to what was last seen of the collection (a `$match` read in the page's own statement:
+ * ../relations/filters.ts, boundAlone), which the guard says is still so. Undefined when it is not (or the
+ * collection is gone), or when no index of it serves the filter: then the page is for its caller to read
+ * otherwise.
+ */
+export async function guardedPage(
+  source: PageSource,
+  known: { id: number; sorted: readonly string[] },
+  collection: string,
+  page: LivePage,
+  guard: Sql,
+): Promise<RowsPage | undefined> {
+  if (!page.filter || page.scored) return undefined;
+  return pageInIndex(source, known, collection, page, fieldsInOrder(page.filter, page.order), guard);
+}
+
+/** The filter's indexed fields (indexedFields), the field the page is ordered by first. */
+function fieldsInOrder(filter: Filter, [key]: readonly SortKey[]): IndexedField[] {
+  const found = indexedFields(filter);
+  return [...found.filter(({ field }) => field === key.field), ...found.filter(({ field }) => field !== key.field)];
 }
 
 /**
@@ -116,6 +139,7 @@ async function pageInIndex(
   collection: string,
   page: LivePage,
   fields: IndexedField[],
+  guard?: Sql,
 ): Promise<RowsPage | undefined> {
   const index = inIndex(sorted, fields);
   if (!index || !page.filter) return undefined;
@@ -128,7 +152,7 @@ async function pageInIndex(
     const exact = index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
     const bounds = source.keyBoundsSql(index.bounds);
     const filterSql = exact ? raw('true') : source.filterSql(page.filter);
-    const keys = { collectionId: id, slot: index.slot, order: key.direction, bounds };
+    const keys = { collectionId: id, slot: index.slot, order: key.direction, bounds, guard };
     const statement = source.filteredSortedPage(keys, filterSql, page.limit, page.offset, page.now);
     const [part] = await source.read<PagePart>(statement.sql, statement.params, exact ? 'scan' : 'once');
     const read = joinParts([part]);
@@ -136,10 +160,10 @@ async function pageInIndex(
     // Not in exact order (PostgreSQL, strings as long as a key is cut at): the range sorted whole.
     if (read.exact) return { json: read.json, n: read.n, seq: read.seq };
   } else {
-    const walked = await walkedPage(source, { id, sorted }, page, index);
+    const walked = await walkedPage(source, { id, sorted }, page, index, guard);
     if (walked) return walked;
   }
-  return queryPage(source, byId(id), collection, page, index);
+  return queryPage(source, byId(id, guard), collection, page, index);
 }
 
 /**
@@ -155,6 +179,7 @@ async function walkedPage(
   { id, sorted }: { id: number; sorted: readonly string[] },
   page: LivePage,
   index: InIndex,
+  guard: Sql | undefined,
 ): Promise<RowsPage | undefined> {
   const [key] = page.order;
   const slot = key.related ? -1 : sorted.indexOf(key.field);
@@ -166,7 +191,7 @@ async function walkedPage(
   const present = raw(key.direction === 'asc' ? 'true' : `rank < 5`);
   const filter = source.filterSql(page.filter);
   const scan = Math.max(large, page.offset + page.limit);
-  const keys = { collectionId: id, slot, order: key.direction, bounds: present, scan };
+  const keys = { collectionId: id, slot, order: key.direction, bounds: present, scan, guard };
   const statement = source.filteredSortedPage(keys, filter, page.limit, page.offset, page.now);
   // Bounded by the keys it reads, as an indexed page is: not a timed read.
   const [part] = await source.read<PagePart>(statement.sql, statement.params, 'scan');

@@ -1,7 +1,8 @@
 // Reads that reach into related rows (docs/relations.md), each read in one snapshot with them: a page
 // whose filter goes through relations (`$match`, `$some`: the related rows it finds, then the page), that
 // is ordered by a related row's field (its last row's related values, for its cursor) or that expands
-// its rows (the related rows set into them), and an aggregate whose filter goes through relations. A read that reaches no related row is read as it is, outside any snapshot.
+// its rows (the related rows set into them), and an aggregate whose filter goes through relations. A read that reaches no related row is read as it is, outside any snapshot;
+// a page whose `$match`es its own statement reads (../relations/bound.ts) is one statement, no snapshot either.
 
 import type { FieldError } from '../../errors.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
@@ -10,12 +11,14 @@ import { type Filter, holdsRelated, holdsSearch } from '../../query/filter.ts';
 import { ordersRelated, type SortKey } from '../../query/order.ts';
 import { assignable } from '../../rows.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
+import type { SchemaCache } from '../engine/dialect.ts';
 import type { AggregateSource, PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { byName, type LivePage } from '../engine/sql/pages.ts';
+import { type Binding, boundAlone, learnRelations } from '../relations/bound.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, readAggregates } from './aggregates.ts';
 import { type Expansion, expandPage, PageMoved } from './expand.ts';
-import { type RowsPage, readPage } from './pages.ts';
+import { guardedPage, type RowsPage, readPage } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -24,10 +27,12 @@ type Fields = Record<string, unknown>;
  * related rows they find, with `expansions` set into its rows, and for an order through a relation its
  * last row's related values (RowsPage.related): the related rows and the page all read in one snapshot,
  * so that the page is exactly as of the related rows it was chosen and ordered by. A page that only
- * expands its rows one level deep is first read without a snapshot (expandedAlone).
+ * expands its rows one level deep is first read without a snapshot (expandedAlone), and so is one whose
+ * `$match`es its own statement reads (matchedAlone).
  */
 export async function readRelatedPage(
   source: PageSource,
+  schemas: SchemaCache,
   accountId: number,
   collection: string,
   page: LivePage,
@@ -41,6 +46,11 @@ export async function readRelatedPage(
     const answer = await expandedAlone(source, accountId, collection, page, expansions);
     if (answer) return answer;
   }
+  // Past here a page that neither expands nor is ordered through a relation has a filter through one.
+  if (!expanding && !ordered && page.filter && !holdsSearch(page.filter)) {
+    const answer = await matchedAlone({ source, schemas, accountId, now: page.now }, collection, page, page.filter);
+    if (answer) return answer;
+  }
   return source.snapshot(async (read) => {
     const reads = inSnapshot(source, read);
     const filter = await bindRelations(relatedReadsOf(reads), accountId, collection, page.filter);
@@ -49,6 +59,25 @@ export async function readRelatedPage(
     if (!expanding) return answer;
     return { ...answer, ...(await expandPage(reads, accountId, answer.json, page.versions === true, expansions, page.now)) };
   });
+}
+
+/**
+ * A page whose filter's `$match`es are read by its own statement, bound with what was last seen of the
+ * collection and its relations (../relations/bound.ts), looked up first when something was not seen.
+ * Undefined when they cannot be read so, or when what they were bound with has changed since: then the
+ * page is read in a snapshot, its related rows by reads of their own.
+ */
+async function matchedAlone(binding: Binding, collection: string, page: LivePage, filter: Filter): Promise<RowsPage | undefined> {
+  let bound = await boundAlone(binding, collection, filter);
+  if (bound === 'unknown') {
+    await learnRelations(binding, collection);
+    bound = await boundAlone(binding, collection, filter);
+  }
+  if (typeof bound !== 'object') return undefined;
+  const answer = await guardedPage(binding.source, bound.known, collection, { ...page, filter: bound.filter }, bound.guard);
+  // Changed since last seen (or gone): seen again, for the next page.
+  if (!answer) await learnRelations(binding, collection);
+  return answer;
 }
 
 /**

@@ -49,7 +49,7 @@ export async function listRows(
   expansions?: readonly Expansion[],
 ): Promise<RowsPage> {
   try {
-    return await readRelatedPage(db.pages, accountId, collection, { ...page, now: expiryNow() }, expansions);
+    return await readRelatedPage(db.pages, db.schemas, accountId, collection, { ...page, now: expiryNow() }, expansions);
   } catch (error) {
     throw readRefusal(db, error);
   }

@@ -19,10 +19,13 @@ import { inIndex } from '../reads/pages.ts';
 import { bindSearch } from '../search/indexes.ts';
 
 /** The related rows one condition may find at most: past it, a 400 asks for a narrower filter. */
-const MAX_RELATED_ROWS = 10_000;
+export const MAX_RELATED_ROWS = 10_000;
 
-/** A relation of the collection or to it (relationsOfNamedSql), with the fields each side has sort indexes of. */
-type RelationRow = {
+/**
+ * A relation of the collection or to it (relationsOfNamedSql), with the fields each side has sort indexes
+ * of, and the related collection's unique indexes.
+ */
+export type RelationRow = {
   name: string;
   field: string;
   reverse: string | null;
@@ -32,6 +35,7 @@ type RelationRow = {
   target_name: string;
   source_sorted: string;
   target_sorted: string;
+  target_uniques: string;
 };
 
 /**

@@ -128,6 +128,11 @@ export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
       parts.push(sql`${column} in (select value from json_each(${JSON.stringify(condition.operand)}))`);
       continue;
     }
+    if (condition.op === '$ids') {
+      // One id at most: an equality, whose keys come in the order of their rows' ids.
+      parts.push(condition.one ? sql`num = (${condition.operand} limit 1)` : sql`num in (${condition.operand})`);
+      continue;
+    }
     const { op, operand } = condition;
     const value = typeof operand === 'boolean' ? sql`${operand ? 1 : 0}` : decoded(operand);
     if (op === '$prefix') parts.push(sql`${column} >= ${value} and str < ${value} || cast(x'ff' as text)`);

@@ -3,7 +3,7 @@
 // paths no row has. Each dialect writes each operator on the JSON fields of `data` (sqlite/filter.ts,
 // postgres/filter.ts) with the meaning src/query/evaluate.ts gives it. Every value of a filter, field
 // names included, is a binding: the text of the SQL is the code's own.
-import type { FieldCondition, FieldPath, Filter, JsonValue, SearchCondition } from '../../../query/filter.ts';
+import type { FieldCondition, FieldPath, Filter, JsonValue, RelatedCondition, SearchCondition } from '../../../query/filter.ts';
 import type { SearchSql } from '../dialect.ts';
 import { searchTerms } from './search.ts';
 import { allOf, anyOf, FALSE, raw, type Sql, sql, TRUE } from './template.ts';
@@ -61,9 +61,19 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
       return dialect.search(row, words, prefix);
     }
     case 'related':
-      throw new Error('a relation is written as SQL once bound to the ids it finds (bindRelations)');
+      if (!filter.bound) throw new Error('a relation is written as SQL once bound to the ids it finds (bindRelations)');
+      return relatedSql(filter.bound, row);
   }
 }
+
+/**
+ * A `$match` bound to be read in the statement (RelatedCondition.bound): the row's keys in the sort index
+ * of its field are numbers among the ids the related rows' subquery reads, which is exactly when the field
+ * holds one of them (a number, JSON-equal to the id), as the `$in` of those ids would test it.
+ */
+const relatedSql = ({ collectionId, slot, ids }: NonNullable<RelatedCondition['bound']>, row: string): Sql =>
+  sql`${raw(row)}.id in (select row_id from sort_keys where collection_id = ${collectionId} and slot = ${slot} and rank = 1
+      and num in (${ids}))`;
 
 /** The terms of a search bound to its collection's index (bindSearch): its words', and its prefix's. */
 function termsOf({ search, index }: SearchCondition): { words: string[]; prefix?: string } {
@@ -96,7 +106,7 @@ export function readsData(filter: Filter): boolean {
     case 'search':
       return false;
     case 'related':
-      return true;
+      return filter.bound === undefined;
   }
 }
 

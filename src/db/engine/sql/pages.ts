@@ -64,8 +64,15 @@ export const byName = (accountId: number, name: string): CollectionRef => ({
   lastSeq: sql`(select last_seq from collections where account_id = ${accountId} and name = ${name})`,
 });
 
-/** A collection by its id, as a page read through a sort index finds it (its seq null once it is gone). */
-export const byId = (id: number): CollectionRef => ({ id: sql`${id}`, lastSeq: sql`(select last_seq from collections where id = ${id})` });
+/**
+ * A collection by its id, as a page read through a sort index finds it: its seq null once it is gone, or
+ * with `guard` (a condition on its row in `collections`) once that no longer holds.
+ */
+export const byId = (id: number, guard?: Sql): CollectionRef => ({ id: sql`${id}`, lastSeq: seqOf(id, guard) });
+
+/** The latest event seq of the collection `id`, null when it is gone or its row does not meet `guard` (byId). */
+export const seqOf = (id: number, guard?: Sql): Sql =>
+  guard ? sql`(select last_seq from collections where id = ${id} and ${guard})` : sql`(select last_seq from collections where id = ${id})`;
 
 /** One column of a page's order beside the place's value of it (afterPlace()). */
 interface PlacedColumn {

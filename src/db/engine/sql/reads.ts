@@ -58,6 +58,8 @@ export interface KeysWithin {
   order: Direction;
   bounds: Sql;
   scan?: number;
+  /** A condition on the collection's row the page is read under: when it does not hold, the page's seq is null (pages.ts, byId). */
+  guard?: Sql;
 }
 
 /**

@@ -7,11 +7,13 @@ const relationJoins = 'collection_relations r join collections s on s.id = r.col
 /** The relations of the collection `?` and to it (the collection `?` again), in the order they were declared. */
 export const relationsOfSql = `select ${relationColumns} from ${relationJoins} where r.collection_id = ? or r.target_id = ? order by r.id`;
 /**
- * The account's collection `?` named `?`: its id, then each relation of it and to it (as relationsOfSql,
- * one a row, with the fields each side has sort indexes of), or one row of nulls beside the id when it has
- * none. No row: no such collection. One read where a filter through relations made three.
+ * The account's collection `?` named `?`: its id, schema id and sort indexes' fields, then each relation of
+ * it and to it (as relationsOfSql, one a row, with the fields each side has sort indexes of, and the
+ * related collection's unique indexes), or one row of
+ * nulls beside them when it has none. No row: no such collection. One read where a filter through
+ * relations made three.
  */
-export const relationsOfNamedSql = `select c.id, ${relationColumns}, s.sorted as source_sorted, t.sorted as target_sorted
+export const relationsOfNamedSql = `select c.id, c.schema_id, c.sorted, ${relationColumns}, s.sorted as source_sorted, t.sorted as target_sorted, t.uniques as target_uniques
   from collections c left join (${relationJoins}) on r.collection_id = c.id or r.target_id = c.id
   where c.account_id = ? and c.name = ? order by r.id`;
 /** Every relation of the account's collections (`?`), in the order they were declared. */

@@ -7,7 +7,7 @@ import { MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
-import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../engine/sql/pages.ts';
+import { type CollectionRef, type FieldOrder, type PageJson, seqOf, sortedPages, wholePage } from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
 import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
@@ -172,7 +172,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  */
 export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset, now) =>
   sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', keys.order)))} as json,
-      (select last_seq from collections where id = ${keys.collectionId}) as seq,
+      ${seqOf(keys.collectionId, keys.guard)} as seq,
       bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
     from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(keys)} k
       cross join lateral (select id, data, expires_at from rows where collection_id = ${keys.collectionId} and id = k.row_id offset 0) rows

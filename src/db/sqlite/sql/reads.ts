@@ -6,7 +6,7 @@ import type { RelatedKey } from '../../../query/order.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
-import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../engine/sql/pages.ts';
+import { type CollectionRef, type FieldOrder, type PageJson, seqOf, sortedPages, wholePage } from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
 import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
@@ -215,7 +215,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * page, nor more than its first `scan` keys.
  */
 export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset, now) =>
-  sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${keys.collectionId}) as seq
+  sql`select count(*) as n, ${raw(pageJsonSql)} as json, ${seqOf(keys.collectionId, keys.guard)} as seq
     from (select rows.id, rows.data from ${firstKeys(keys)} k
       cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
       where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${liveRowSql('rows', now)} and (${filter})
