@@ -149,7 +149,7 @@ async function pageInIndex(
   if (page.order.length === 1 && inOrder && !page.after && !page.count && !page.versions) {
     // Every key of the range a match: no row needs testing, and the page reads no more than its offset
     // and limit, as an indexed page does.
-    const exact = index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
+    const exact = keepsExactly(source, index);
     const bounds = source.keyBoundsSql(index.bounds);
     const filterSql = exact ? raw('true') : source.filterSql(page.filter);
     const keys = { collectionId: id, slot: index.slot, order: key.direction, bounds, guard };
@@ -218,6 +218,13 @@ async function isLarge(source: PageSource, collectionId: number, index: InIndex,
 
 /** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
 export type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
+
+/**
+ * Whether the range of `index` holds exactly the rows the filter keeps, none to test: the whole filter is
+ * its conditions, and its keys hold their values whole (a string's key may be cut: `wholeStringKeys`).
+ */
+export const keepsExactly = (source: Pick<PageSource, 'wholeStringKeys'>, index: InIndex) =>
+  index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
 
 /** The first of `fields` the collection has a sort index of, and its slot. */
 export function inIndex(sorted: readonly string[], fields: IndexedField[]): InIndex | undefined {

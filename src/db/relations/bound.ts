@@ -16,7 +16,7 @@ import { liveRowSql } from '../engine/sql/expiry.ts';
 import { relationsOfNamedSql } from '../engine/sql/relations.ts';
 import { allOf, raw, type Sql, sql, TRUE } from '../engine/sql/template.ts';
 import { indexedFields, oneValue } from '../reads/filter-indexes.ts';
-import { inIndex } from '../reads/pages.ts';
+import { inIndex, keepsExactly } from '../reads/pages.ts';
 import { MAX_RELATED_ROWS, type RelationRow } from './filters.ts';
 import type { RelationLinks } from './links.ts';
 
@@ -127,8 +127,7 @@ function boundMatch(
   if (slot < 0 || other?.id !== relation.target || !unique) return 'unknown';
   const index = inIndex(other.sorted, indexedFields(inner));
   if (!index) return undefined;
-  const exact = index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
-  const test = exact ? TRUE : source.filterSql(inner);
+  const test = keepsExactly(source, index) ? TRUE : source.filterSql(inner);
   // The keys of the range first, each key's row found by its primary key.
   const ids = sql`select rows.id from sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
       where k.collection_id = ${other.id} and k.slot = ${index.slot} and ${source.keyBoundsSql(index.bounds)}
