@@ -17,6 +17,18 @@ export async function madeCollection(client: Client, name: string, ttl = true): 
   return name;
 }
 
+/**
+ * Answers once the row at `path` reads 404, its `expires_at` being `at`: a wait on the row, never a fixed
+ * delay, bounded by the clock (10 s past `at`) rather than by a count of reads, which a fast host spends
+ * before the instant comes.
+ */
+export async function expired(client: Client, path: string, at: string): Promise<void> {
+  const deadline = Date.parse(at) + 10_000;
+  while ((await client.get(path)).status !== 404) {
+    if (Date.now() > deadline) throw new Error(`${path} never expired`);
+  }
+}
+
 /** Every row's `n` of a walk from the page `first` by its Links, each page a 200. */
 export async function walkedN(client: Client, first: string): Promise<number[]> {
   const seen: number[] = [];
