@@ -57,11 +57,13 @@ export interface RelatedCondition {
   op: '$match' | '$some';
   filter: Filter;
   /**
-   * Set once the data layer has bound a `$match` to be read by the statement of the rows it filters
-   * (src/db/relations/bound.ts, boundAlone): the row's field that names the related row, the slot of
-   * its sort index in the row's collection (`collectionId`), and `ids`, the SQL (and its bindings) of a
-   * subquery of the ids of the related rows the inner filter matches; `one` when they are one at most
-   * (an equality on a field the related collection holds unique, which the statement checks).
+   * Set once the data layer has bound the condition to be read by the statement of the rows it filters
+   * (src/db/relations/bound.ts, boundAlone): `ids`, the SQL (and its bindings) of a subquery of the ids
+   * of the related rows the inner filter matches, and the relation's `field` with the slot of its sort
+   * index in the collection `collectionId`: for a `$match` the row's own collection (the field names the
+   * related row), for a `$some` the related rows' (their field names the row); `one` when the ids are one
+   * at most (a `$match`'s equality on a field the related collection holds unique, which the statement
+   * checks).
    */
   bound?: { collectionId: number; field: string; slot: number; ids: { sql: string; params: (string | number | null)[] }; one: boolean };
 }

@@ -109,6 +109,43 @@ describeEachBackend('a collection changed by another instance', (backend) => {
     expect(refused.status).to.equal(400);
   });
 
+  it('reads a $some through its relation as declared there anew and deleted there, with its count and under $not', async () => {
+    const some = (filter: object, query = '') =>
+      client.get<{ id: number }[]>(`/v1/collections/topics/rows?filter=${encodeURIComponent(JSON.stringify(filter))}${query}`);
+    const ids = async (filter: object) => (await some(filter)).body.map((row) => row.id);
+    for (const name of ['topics', 'notes']) await client.post('/v1/collections', { name });
+    await client.post('/v1/collections/topics/rows', [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
+    await client.post('/v1/collections/notes/rows', [
+      { topic_id: 1, other_id: 4, tag: 'red' },
+      { topic_id: 1, other_id: 3, tag: 'red' },
+      { topic_id: 2, other_id: 2, tag: 'blue' },
+      { topic_id: 3, other_id: 4, tag: 'red' },
+    ]);
+    expect((await client.post('/v1/collections/notes/indexes', { fields: ['tag'] })).status).to.equal(201);
+    const declared = await client.put('/v1/collections/notes/relations/topic', {
+      field: 'topic_id',
+      collection: 'topics',
+      reverse: 'notes',
+    });
+    expect(declared.status).to.equal(200);
+    // Read twice: the second from what this server saw.
+    for (let read = 0; read < 2; read++) expect(await ids({ notes: { $some: { tag: 'red' } } })).to.deep.equal([1, 3]);
+    const counted = await some({ notes: { $some: { tag: 'red' } } }, '&count=exact&limit=1');
+    expect([counted.body.map((row) => row.id), counted.headers.get('rowbase-total-count')]).to.deep.equal([[1], '2']);
+    expect(await ids({ $not: { notes: { $some: { tag: 'red' } } } })).to.deep.equal([2, 4]);
+    expect(await ids({ $or: [{ n: 4 }, { notes: { $some: { tag: 'blue' } } }] })).to.deep.equal([2, 4]);
+    expect(await ids({ notes: { $some: { tag: 'green' } } })).to.deep.equal([]);
+
+    await other.putRelation(accountId, 'notes', 'topic', { field: 'other_id', collection: 'topics', reverse: 'notes' });
+    await other.sortBy(accountId, 'notes', 'other_id');
+    expect(await ids({ notes: { $some: { tag: 'red' } } })).to.deep.equal([3, 4]);
+    await other.insertRows(accountId, 'notes', [{ topic_id: 4, other_id: 1, tag: 'red' }]);
+    expect(await ids({ notes: { $some: { tag: 'red' } } })).to.deep.equal([1, 3, 4]);
+
+    await other.deleteRelation(accountId, 'notes', 'topic');
+    expect((await some({ notes: { $some: { tag: 'red' } } })).status).to.equal(400);
+  });
+
   it('is an empty page, not a 404, for a collection that exists without rows', async () => {
     await client.post('/v1/collections', { name: 'empty' });
     for (const query of ['', '?order_by=n']) {

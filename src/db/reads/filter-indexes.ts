@@ -58,7 +58,7 @@ export function indexedFields(filter: Filter): IndexedField[] {
   const top = filter.kind === 'and' ? filter.filters : [filter];
   const found = new Map<string, KeyBounds>();
   for (const part of top) {
-    if (part.kind === 'related' && part.bound) {
+    if (part.kind === 'related' && part.op === '$match' && part.bound) {
       // A `$match` bound to be read in the page's statement: the keys of the related rows' ids.
       const { field, ids, one } = part.bound;
       if (!found.has(field)) found.set(field, { rank: 1, conditions: [{ op: '$ids', operand: ids, one }] });

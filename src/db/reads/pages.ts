@@ -103,11 +103,11 @@ async function filteredPage(source: PageSource, accountId: number, collection: s
 
 /**
  * A filtered page of the collection `known` (its id and sort indexes as last seen) read only while its row
- * in `collections` meets `guard`, through the sort index of a field of the filter's top level: a filter
- * bound to what was last seen of the collection (a `$match` read in the page's own statement:
- * ../relations/filters.ts, boundAlone), which the guard says is still so. Undefined when it is not (or the
- * collection is gone), or when no index of it serves the filter: then the page is for its caller to read
- * otherwise.
+ * in `collections` meets `guard`: a filter bound to what was last seen of the collection (a `$match` or
+ * `$some` read in the page's own statement: ../relations/bound.ts, boundAlone), which the guard says is
+ * still so. Through the sort index of a field of the filter's top level where the collection has one, else
+ * its rows in the page's order, each tested. Undefined when the guard does not hold (or the collection is
+ * gone): then the page is for its caller to read otherwise.
  */
 export async function guardedPage(
   source: PageSource,
@@ -117,7 +117,9 @@ export async function guardedPage(
   guard: Sql,
 ): Promise<RowsPage | undefined> {
   if (!page.filter || page.scored) return undefined;
-  return pageInIndex(source, known, collection, page, fieldsInOrder(page.filter, page.order), guard);
+  const fields = fieldsInOrder(page.filter, page.order);
+  if (inIndex(known.sorted, fields)) return pageInIndex(source, known, collection, page, fields, guard);
+  return queryPage(source, byId(known.id, guard), collection, page, null);
 }
 
 /** The filter's indexed fields (indexedFields), the field the page is ordered by first. */
@@ -240,18 +242,18 @@ export function inIndex(sorted: readonly string[], fields: IndexedField[]): InIn
  * or more, sorted whole, with their count when asked: one statement, so that the rows, the count and
  * the seq are of one snapshot. A page after a place reads only the rows past it (a condition on the
  * sort keys and the id), so that the hundredth page of a walk costs no more than the first. With
- * `index`, the rows tested are those of its range only; then undefined when the collection found by id
- * is gone.
+ * `index`, the rows tested are those of its range only. Given an index or null (a collection found by id,
+ * under a guard), undefined when that collection is gone or its guard does not hold.
  */
 async function queryPage(
   source: PageSource,
   ref: CollectionRef,
   collection: string,
   page: LivePage,
-  index: InIndex,
+  index: InIndex | null,
 ): Promise<RowsPage | undefined>;
 async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage): Promise<RowsPage>;
-async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage, index?: InIndex) {
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage, index?: InIndex | null) {
   let where = page.filter && source.filterSql(page.filter);
   if (where && index) where = withinIndex(ref, index.slot, source.keyBoundsSql(index.bounds), where);
   const { sql: text, params } = source.orderedPage(ref, page, where);
@@ -261,7 +263,7 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
   const [part] = await source.read<PagePart>(text, params, where ? 'once' : byIdOrder ? 'scan' : 'sort');
   const { json, n, seq } = joinParts([part]);
   if (seq === null) {
-    if (index) return undefined;
+    if (index !== undefined) return undefined;
     throw collectionNotFound(collection);
   }
   return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };

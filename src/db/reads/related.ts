@@ -2,7 +2,7 @@
 // whose filter goes through relations (`$match`, `$some`: the related rows it finds, then the page), that
 // is ordered by a related row's field (its last row's related values, for its cursor) or that expands
 // its rows (the related rows set into them), and an aggregate whose filter goes through relations. A read that reaches no related row is read as it is, outside any snapshot;
-// a page whose `$match`es its own statement reads (../relations/bound.ts) is one statement, no snapshot either.
+// a page whose `$match`es and `$some`s its own statement reads (../relations/bound.ts) is one statement, no snapshot either.
 
 import type { FieldError } from '../../errors.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';

@@ -1,7 +1,7 @@
 // Filters through relations read by the page's own statement (issue 63; docs/relations.md, "Filtering
-// through a relation"). A `$match` whose inner filter an index of the related collection serves is no read
-// of its own before the page (as bindRelations, filters.ts, reads it) but a subquery of the page's one
-// statement: the related collection's index range, then the relation field's sort index. It is bound with
+// through a relation"). A `$match` or `$some` whose inner filter an index of the related collection serves
+// is no read of its own before the page (as bindRelations, filters.ts, reads it) but a subquery of the
+// page's one statement: the related collection's index range, then the relation field's sort index. It is bound with
 // what this process last saw: the collection's schema id, whose row holds its relations and which changes
 // whenever they do (../collections/schemas.ts; ids are never taken again), and the ids and sort indexes of
 // both collections (KnownIndexes, only ever added to). The page is read only while the collection still
@@ -40,11 +40,10 @@ export interface Binding {
 }
 
 /**
- * `filter` of the account's collection with each `$match` bound to be read in the page's statement
- * (RelatedCondition.bound), with what that statement's page needs; `unknown` when something it needs has
- * not been seen (learnRelations() would see it); undefined when a condition is of another kind (a `$some`,
- * an inner filter through relations or by a search, or one no index of the related collection serves), or
- * none is at the filter's top level, where an index of the collection reads it.
+ * `filter` of the account's collection with each `$match` and `$some` bound to be read in the page's
+ * statement (RelatedCondition.bound), with what that statement's page needs; `unknown` when something it
+ * needs has not been seen (learnRelations() would see it); undefined when a condition is of another kind
+ * (an inner filter through relations or by a search, or one no index of the related collection serves).
  */
 export async function boundAlone(binding: Binding, collection: string, filter: Filter): Promise<BoundFilter | 'unknown' | undefined> {
   const { source, schemas, accountId } = binding;
@@ -60,14 +59,12 @@ export async function boundAlone(binding: Binding, collection: string, filter: F
   }
   const few: Sql[] = [];
   const bind = (condition: RelatedCondition) => {
-    const bound = boundMatch(binding, known, links, condition);
+    const bound = boundRelated(binding, known, links, condition);
     if (typeof bound === 'object') few.push(atMost(bound.ids, bound.one ? 1 : MAX_RELATED_ROWS));
     return bound;
   };
   const bound = boundIn(filter, bind);
   if (typeof bound !== 'object') return bound;
-  const read = indexedFields(bound).some(({ bounds }) => bounds.conditions.some(({ op }) => op === '$ids'));
-  if (!read) return undefined;
   return { filter: bound, known, guard: allOf([sql`schema_id = ${schemaId}`, ...few]) };
 }
 
@@ -107,24 +104,30 @@ function boundIn(
 }
 
 /**
- * A `$match` bound (RelatedCondition.bound): the ids of the related rows its inner filter matches, read
- * through the related collection's index of a field of its top level, of the rows that live at `now`;
- * tested by the inner filter too, unless the index range is exactly what it keeps (as a page's: pages.ts).
+ * A `$match` or `$some` bound (RelatedCondition.bound): the ids of the related rows its inner filter
+ * matches, read through the related collection's index of a field of its top level, of the rows that live
+ * at `now`; tested by the inner filter too, unless the index range is exactly what it keeps (as a page's:
+ * pages.ts). A `$match` is then read through the sort index of the collection's relation field, a `$some`
+ * through that of the related collection's (each related row's key is the id of the row it names).
  */
-function boundMatch(
+function boundRelated(
   { source, accountId, now }: Binding,
   known: Known,
   links: RelationLinks | undefined,
   condition: RelatedCondition,
 ): NonNullable<RelatedCondition['bound']> | 'unknown' | undefined {
   const inner = condition.filter;
-  if (condition.op !== '$match' || holdsRelated(inner) || holdsSearch(inner)) return undefined;
-  const relation = links?.out.find((each) => each.name === condition.relation);
-  if (!relation || relation.source !== known.id) return 'unknown';
-  const slot = known.sorted.indexOf(relation.field);
-  const other = source.knownIndexes.get(accountId, relation.targetName);
-  const unique = source.knownIndexes.uniqueFields(relation.target);
-  if (slot < 0 || other?.id !== relation.target || !unique) return 'unknown';
+  if (holdsRelated(inner) || holdsSearch(inner)) return undefined;
+  const toOne = condition.op === '$match';
+  const relation = toOne
+    ? links?.out.find((each) => each.name === condition.relation && each.source === known.id)
+    : links?.in.find((each) => each.reverse === condition.relation && each.target === known.id);
+  if (!relation) return 'unknown';
+  const [otherName, otherId] = toOne ? [relation.targetName, relation.target] : [relation.sourceName, relation.source];
+  const other = source.knownIndexes.get(accountId, otherName);
+  const unique = source.knownIndexes.uniqueFields(otherId);
+  const slot = (toOne ? known : other)?.sorted.indexOf(relation.field) ?? -1;
+  if (slot < 0 || other?.id !== otherId || (toOne && !unique)) return 'unknown';
   const index = inIndex(other.sorted, indexedFields(inner));
   if (!index) return undefined;
   const test = keepsExactly(source, index) ? TRUE : source.filterSql(inner);
@@ -132,8 +135,8 @@ function boundMatch(
   const ids = sql`select rows.id from sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
       where k.collection_id = ${other.id} and k.slot = ${index.slot} and ${source.keyBoundsSql(index.bounds)}
         and ${liveRowSql('rows', now)} and (${test})`;
-  const one = oneValue(index.bounds) && unique.includes(index.field);
-  return { collectionId: known.id, field: relation.field, slot, ids, one };
+  const one = toOne && oneValue(index.bounds) && (unique ?? []).includes(index.field);
+  return { collectionId: toOne ? known.id : other.id, field: relation.field, slot, ids, one };
 }
 
 /**

@@ -62,7 +62,7 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
     }
     case 'related':
       if (!filter.bound) throw new Error('a relation is written as SQL once bound to the ids it finds (bindRelations)');
-      return relatedSql(filter.bound, row);
+      return filter.op === '$match' ? matchSql(filter.bound, row) : someSql(filter.bound, row);
   }
 }
 
@@ -71,9 +71,22 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
  * of its field are numbers among the ids the related rows' subquery reads, which is exactly when the field
  * holds one of them (a number, JSON-equal to the id), as the `$in` of those ids would test it.
  */
-const relatedSql = ({ collectionId, slot, ids }: NonNullable<RelatedCondition['bound']>, row: string): Sql =>
+const matchSql = ({ collectionId, slot, ids }: NonNullable<RelatedCondition['bound']>, row: string): Sql =>
   sql`${raw(row)}.id in (select row_id from sort_keys where collection_id = ${collectionId} and slot = ${slot} and rank = 1
       and num in (${ids}))`;
+
+/**
+ * A `$some` bound to be read in the statement: the row's id is the key, in the sort index of the relation's
+ * field, of one of the related rows the subquery reads, a number that can be an id (a whole one from 1 to
+ * 2^53 - 1, as the `$in` of their fields would take), as an integer, which the primary key of the rows is
+ * read by on either backend. Each key is found by its row's primary key, a subquery a related row naming
+ * only its columns, so that no planner reads the field's whole index first (PostgreSQL does, by a statistic
+ * of one row, where a condition of the key's is beside them).
+ */
+const someSql = ({ collectionId, slot, ids }: NonNullable<RelatedCondition['bound']>, row: string): Sql =>
+  sql`${raw(row)}.id in (select (select case when rank = 1 and num between 1 and ${raw(String(Number.MAX_SAFE_INTEGER))} and num = round(num)
+      then cast(num as bigint) end from sort_keys where collection_id = ${collectionId} and row_id = related.id and slot = ${slot})
+      from (${ids}) related)`;
 
 /** The terms of a search bound to its collection's index (bindSearch): its words', and its prefix's. */
 function termsOf({ search, index }: SearchCondition): { words: string[]; prefix?: string } {
