@@ -7,7 +7,7 @@ import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, seqOf, sortedPages, wholePage } from '../../engine/sql/pages.ts';
-import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
+import { firstKeys, ROW_START, relatedRowSql, rowJsonPast, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
 import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
@@ -23,9 +23,11 @@ export const rowJsonSql = rowJsonWith('substr(cast(data as blob), 2)');
  * A page's rows as one JSON text. group_concat joins them as they come: a page's FROM starts with its
  * ordered, limited subquery, which SQLite runs as the outer loop (with CROSS JOIN for the rows a sort
  * index's page reads), so they come in order; sorting them again would fill a temporary B-tree with
- * the page's texts. test/http/sort-index.test.ts checks the pages of both kinds against a model.
+ * the page's texts. test/http/sort-index.test.ts checks the pages of both kinds against a model. The
+ * start every row's text shares is the end of the separator, and written once before the first: a
+ * concatenation less a row (null without rows, as group_concat is).
  */
-const pageJsonSql = `group_concat(${rowJsonSql}, ',')`;
+const pageJsonSql = `${ROW_START} || group_concat(${rowJsonPast('substr(cast(data as blob), 2)')}, ',${ROW_START.slice(1)})`;
 
 /** A page's rows with their ETags (versionedRowJsonWith), as one JSON text, joined as pageJsonSql joins them. */
 const versionedPageJsonSql = `group_concat(${versionedRowJsonWith('substr(cast(data as blob), 2)')}, ',')`;
