@@ -24,6 +24,8 @@ const FILTERS_PER_RUN = 40;
 const MARK = 'Zq';
 const keyPool = ['a', 'b', 'c', 'id', 'a.b', 'x\\y', '0', 'é', '😀', 'k\u0000', 'k\ud800', '\udc00', 'q"', `${MARK}'; --`, '__proto__'];
 const stringPool = ['', 'a', 'ab', 'abc', 'b', 'B', 'é', 'e\u0301', '\u0000', 'a\u0000', 'a\u0000b', '\ud800', '\udbff', '\udc00'];
+// Strings that are the JSON text of an object or an array: json_extract() reads such a value as its text.
+stringPool.push('{}', '[]', '[null]', '{"a":1}');
 stringPool.push('\ud800x', '😀', '😀a', '\uffff', '\ue000', '\ud7ff', '\u0001', 'x\\y', '"', `${MARK}'); drop table rows; --`);
 const numberPool = [0, -0, 1, -1, 1.5, 0.1, 0.30000000000000004, 2, 10, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), 2 ** 63, 1e21, 1e-7];
 numberPool.push(5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 123456789012345680000);

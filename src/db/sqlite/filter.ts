@@ -87,6 +87,16 @@ const sqlite: DialectFilter<Node> = {
     where ${equal(ELEMENT, operand)})`,
 };
 
+/**
+ * Whether json_extract()'s value alone equals `operand` only where the JSON value does, with no test of
+ * its type (json_type() reads the document again, the larger part of the test a row). Its value is a
+ * number for a JSON number, 1 or 0 for true or false, the minified JSON text of an object or an array,
+ * and SQL never finds a number equal to a text: so a number other than 0 and 1, and a string that does
+ * not open as an object's or an array's text does, are equal to no other type's value.
+ */
+const plainlyEqual = (operand: string | number) =>
+  typeof operand === 'number' ? operand !== 0 && operand !== 1 : !operand.startsWith('{') && !operand.startsWith('[');
+
 /** JSON equality of `node` and `operand`. */
 function equal(node: Node, operand: JsonValue): Sql {
   if (operand === null) return sql`${node.type} = 'null'`;
@@ -94,9 +104,13 @@ function equal(node: Node, operand: JsonValue): Sql {
     case 'boolean':
       return sql`${node.type} = ${operand ? 'true' : 'false'}`;
     case 'number':
-      return sql`${node.type} in ('integer', 'real') and ${node.value} = ${decoded(operand)}`;
+      return plainlyEqual(operand)
+        ? sql`${node.value} = ${decoded(operand)}`
+        : sql`${node.type} in ('integer', 'real') and ${node.value} = ${decoded(operand)}`;
     case 'string':
-      return sql`${node.type} = 'text' and ${node.value} = ${decoded(operand)}`;
+      return plainlyEqual(operand)
+        ? sql`${node.value} = ${decoded(operand)}`
+        : sql`${node.type} = 'text' and ${node.value} = ${decoded(operand)}`;
   }
   if (Array.isArray(operand)) {
     return allOf([
