@@ -291,12 +291,12 @@ select r.data, c.id as collection_id, r.version, c.schema_id from rows r join co
 where c.account_id = ? and c.name = ? and r.id = ? and (r.expires_at is null or r.expires_at > ?);
 
 -- orderedPage(by id, asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
@@ -304,12 +304,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   id asc limit +? offset ?) r;
 
 -- orderedPage(by id, after a place, asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end > ? or (case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
@@ -324,7 +324,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   id asc limit +? offset ?) r;
 
 -- orderedPage(filtered, through a sort index, asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?) as seq
 from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
@@ -332,14 +332,14 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   id asc limit +? offset ?) r;
 
 -- filteredSortedPage(asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json, (select last_seq from collections where id = ?) as seq
 from (select rows.id, rows.data from sort_keys k
   cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
   where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) r;
 
 -- sortedPage(asc, all)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
@@ -347,7 +347,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and 
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, present)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
@@ -355,7 +355,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and 
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, missing)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
@@ -363,7 +363,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and 
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after a number)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -378,7 +378,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after a string)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -393,7 +393,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after an object)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -405,7 +405,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after a missing value)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -414,12 +414,12 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- orderedPage(by id, desc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
@@ -427,12 +427,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   id desc limit +? offset ?) r;
 
 -- orderedPage(by id, after a place, desc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end < ? or (case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
@@ -447,7 +447,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   id asc limit +? offset ?) r;
 
 -- orderedPage(filtered, through a sort index, desc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?) as seq
 from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
@@ -455,14 +455,14 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   id desc limit +? offset ?) r;
 
 -- filteredSortedPage(desc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json, (select last_seq from collections where id = ?) as seq
 from (select rows.id, rows.data from sort_keys k
   cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
   where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) r;
 
 -- sortedPage(desc, all)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
@@ -470,7 +470,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and 
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, present)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
@@ -478,7 +478,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and 
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, missing)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
@@ -486,7 +486,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and 
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after a number)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -504,7 +504,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after a string)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -522,7 +522,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after an object)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -537,7 +537,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after a missing value)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
@@ -551,7 +551,7 @@ where rows.collection_id = ? and rows.id in (select value from json_each(?)) and
 
 -- relatedRows(to-many, through a sort index, by a field desc)
 select k, cast(x as integer) as n, cast(substr(cast(x as blob), instr(x, ' ') + 1) as text) as json
-from (select key.value as k, (select count(*) || ' ' || group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') from (select * from (select k.str, k.row_id as id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+from (select key.value as k, (select count(*) || ' ' || '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') from (select * from (select k.str, k.row_id as id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
     where rows.collection_id = ? and k.collection_id = ? and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) and k.rank = 1
       and k.num = key.value and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r
   order by str desc, case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
@@ -560,7 +560,7 @@ from (select key.value as k, (select count(*) || ' ' || group_concat('{"id":' ||
 union all select null, null, null where (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) is null;
 
 -- relatedRows(to-many, by the field of each row, by a field desc)
-select k, count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json
+select k, count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json
 from (select * from (select r.*, row_number() over (partition by k order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
     when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc) as rn
   from (select (case when json_type(data, ?) = 'integer' then json_extract(data, ?) end) as k, rows.id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows
@@ -569,7 +569,7 @@ from (select * from (select r.*, row_number() over (partition by k order by case
 group by k;
 
 -- orderedPage(by a field no JSON path spells, asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
@@ -577,7 +577,7 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
   id asc limit +? offset ?) r;
 
 -- orderedPage(by a field no JSON path spells, desc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
