@@ -125,9 +125,10 @@ function boundRelated(
   if (!relation) return 'unknown';
   const [otherName, otherId] = toOne ? [relation.targetName, relation.target] : [relation.sourceName, relation.source];
   const other = source.knownIndexes.get(accountId, otherName);
-  const unique = source.knownIndexes.uniqueFields(otherId);
+  // What the related collection holds unique tells a `$match` whether it finds one row at most.
+  const unique = toOne ? source.knownIndexes.uniqueFields(otherId) : [];
   const slot = (toOne ? known : other)?.sorted.indexOf(relation.field) ?? -1;
-  if (slot < 0 || other?.id !== otherId || (toOne && !unique)) return 'unknown';
+  if (slot < 0 || other?.id !== otherId || !unique) return 'unknown';
   const index = inIndex(other.sorted, indexedFields(inner));
   if (!index) return undefined;
   const test = keepsExactly(source, index) ? TRUE : source.filterSql(inner);
@@ -135,7 +136,7 @@ function boundRelated(
   const ids = sql`select rows.id from sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
       where k.collection_id = ${other.id} and k.slot = ${index.slot} and ${source.keyBoundsSql(index.bounds)}
         and ${liveRowSql('rows', now)} and (${test})`;
-  const one = toOne && oneValue(index.bounds) && (unique ?? []).includes(index.field);
+  const one = oneValue(index.bounds) && unique.includes(index.field);
   return { collectionId: toOne ? known.id : other.id, field: relation.field, slot, ids, one };
 }
 

@@ -16,18 +16,18 @@ export const presentCountSql = (collectionId: number, slot: number, now: number)
   sql`select count(*) as n from sort_keys where collection_id = ${collectionId} and slot = ${slot} and rank < 5
     and ${liveKeySql(sql`${collectionId}`, now)}`;
 
+/** What starts every row's JSON text (rowJsonWith), its characters as they are. */
+export const ROW_START = '{"id":';
+
+/** A row's JSON text (rowJsonWith) past its ROW_START: its id, then the rest. */
+export const rowJsonPast = (rest: string, data = 'data') => `id || case ${data} when '{}' then '}' else ',' || ${rest} end`;
+
 /**
  * A row's JSON text from its columns `id` and `data` (its fields but id, as JSON.stringify wrote
  * them; or the column named `data`), as rowJson() in rows.ts makes it: `rest` is the SQL of that
  * text after its `{`.
  */
-export const rowJsonWith = (rest: string, data = 'data') => `${ROW_START} || ${rowJsonPast(rest, data)}`;
-
-/** What starts every row's JSON text (rowJsonWith), as SQL. */
-export const ROW_START = `'{"id":'`;
-
-/** A row's JSON text (rowJsonWith) past its ROW_START: its id, then the rest. */
-export const rowJsonPast = (rest: string, data = 'data') => `id || case ${data} when '{}' then '}' else ',' || ${rest} end`;
+export const rowJsonWith = (rest: string, data = 'data') => `'${ROW_START}' || ${rowJsonPast(rest, data)}`;
 
 /**
  * A row of a page read with `versions` (openapi.yaml, VersionedRow): its ETag, made of the columns

@@ -13,11 +13,14 @@ import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 
 /**
- * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
- * text counts characters, so it walks the whole row to find where it ends; of a blob it counts bytes.
- * The `{` is one byte, and `||` makes text of the blob's bytes as they are.
+ * The row's own text cut after its first byte, as rowJsonWith() takes it. SQLite's substr() of a text
+ * counts characters, so it walks the whole row to find where it ends; of a blob it counts bytes. The `{`
+ * is one byte, and `||` makes text of the blob's bytes as they are.
  */
-export const rowJsonSql = rowJsonWith('substr(cast(data as blob), 2)');
+const PAST_BRACE = 'substr(cast(data as blob), 2)';
+
+/** A row's JSON text (rowJsonWith). */
+export const rowJsonSql = rowJsonWith(PAST_BRACE);
 
 /**
  * A page's rows as one JSON text. group_concat joins them as they come: a page's FROM starts with its
@@ -27,10 +30,10 @@ export const rowJsonSql = rowJsonWith('substr(cast(data as blob), 2)');
  * start every row's text shares is the end of the separator, and written once before the first: a
  * concatenation less a row (null without rows, as group_concat is).
  */
-const pageJsonSql = `${ROW_START} || group_concat(${rowJsonPast('substr(cast(data as blob), 2)')}, ',${ROW_START.slice(1)})`;
+const pageJsonSql = `'${ROW_START}' || group_concat(${rowJsonPast(PAST_BRACE)}, ',${ROW_START}')`;
 
 /** A page's rows with their ETags (versionedRowJsonWith), as one JSON text, joined as pageJsonSql joins them. */
-const versionedPageJsonSql = `group_concat(${versionedRowJsonWith('substr(cast(data as blob), 2)')}, ',')`;
+const versionedPageJsonSql = `group_concat(${versionedRowJsonWith(PAST_BRACE)}, ',')`;
 
 /** Names a JSON path label `$."…"` can spell: no quote, backslash or control character. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for.
