@@ -35,7 +35,12 @@ export async function openPostgres(
   areas: AreaParts,
 ): Promise<OpenedDatabase> {
   // pg returns bigint columns as strings; the data layer converts the ones it reads.
-  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: postgresPoolMax(url) }, log: knexLog(log) });
+  const knex = knexFactory({
+    client: 'pg',
+    connection: url,
+    pool: { min: 0, max: postgresPoolMax(url), afterCreate: withoutJit },
+    log: knexLog(log),
+  });
   try {
     await migrate(url, () => knex.migrate.latest({ migrationSource: migrationSource(postgresSchema) }));
   } catch (error) {
@@ -127,6 +132,19 @@ export async function openPostgres(
     }
   };
   return { db, backups, codes: { isUniqueViolation, isUnavailable }, close };
+}
+
+/**
+ * Each connection of the pool set not to compile statements to machine code (JIT) on its first use:
+ * rowbase's statements are pages and writes of milliseconds, for which the compiling costs more than it
+ * saves, and a plan's estimate above jit_above_cost (a collection just filled, its statistics not yet
+ * taken) had a search page spend a third of its time compiling (docs/performance.md, "Search").
+ */
+function withoutJit(connection: pg.Client, done: (error: Error | null, connection: pg.Client) => void): void {
+  connection.query('set jit = off').then(
+    () => done(null, connection),
+    (error: Error) => done(error, connection),
+  );
 }
 
 /** PostgreSQL's own tools copy a database while it serves: pg_dump (docs/operations.md, "Backup"). */
