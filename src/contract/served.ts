@@ -45,11 +45,6 @@ export class AccountContracts {
     return this.parsed;
   }
 
-  /** The base documents parsed now rather than when a document is first built (a diff made ready: contract.ts). */
-  parse(): void {
-    void this.bases;
-  }
-
   /**
    * The document's tag for `collections` (its ETag), and its JSON text, built only when asked for. With
    * `publishable`, for a caller holding a publishable key whose end user has `claims` (null: anonymous):

@@ -6,11 +6,8 @@
 import { Worker } from 'node:worker_threads';
 import { unavailable } from '../errors.ts';
 
-/**
- * A job of the worker (worker.ts): a declaration's text to read, the documents and models to compare, or
- * the documents' texts to make a diff of them ready (contract.ts, contractDiffReady).
- */
-export type AsideJob = { readDeclaration: string } | { contractDiff: unknown } | { readyDiff: unknown };
+/** A job of the worker (worker.ts): a declaration's text to read, or the documents and models to compare. */
+export type AsideJob = { readDeclaration: string } | { contractDiff: unknown };
 
 /** How long the worker waits for its next job before it ends. */
 const IDLE_MS = 30_000;
@@ -90,9 +87,6 @@ function start(): Held {
   worker.on('exit', (code) => fail(new Error(`the declarations' worker ended (exit code ${code}) before it answered`)));
   return started;
 }
-
-/** Whether the worker runs now (it is asked for, or idle less than IDLE_MS): a job sent now finds it started. */
-export const asideRunning = (): boolean => held !== undefined;
 
 function stop(worker: Held): void {
   if (held === worker) held = undefined;

@@ -8,7 +8,7 @@
 import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
 import { ApiError, unavailable } from '../errors.ts';
-import { aside, asideRunning, OverTime } from './aside.ts';
+import { aside, OverTime } from './aside.ts';
 import {
   type ContractChange,
   changeOf,
@@ -204,25 +204,6 @@ export async function contractDiffAside(
       { cause: error },
     );
   }
-}
-
-/**
- * Makes the declarations' worker ready for a diff of `documents` while the plan reads the account and
- * checks the declaration, when the worker runs already (it read a long declaration): its code loaded and
- * the base documents parsed, which a worker started cold otherwise does once the checks are done, with the
- * plan waiting. A plan that changes no collection's part of the documents has it done for nothing, in the
- * worker, and does not wait for it; no worker is started for it.
- */
-export function contractDiffReady(documents: Record<ContractKind, string>): void {
-  if (!asideRunning()) return;
-  // Its failure is the diff's own, if one is asked for: seen there.
-  aside({ readyDiff: documents }).catch(() => {});
-}
-
-/** The diff of `documents` made ready in the worker (contractDiffReady): nothing to answer. */
-export function readyAnswer(documents: unknown): null {
-  contractsOf(documents as Record<ContractKind, string>).parse();
-  return null;
 }
 
 /** contractDiff() of a DiffJob, as the worker answers it. */

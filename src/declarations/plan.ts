@@ -14,7 +14,7 @@ import { pointerToken } from '../query/filter.ts';
 import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
 import { type CheckOptions, compileSchemas, type SchemaToCompile, type Secrets, targetOf } from './checks.ts';
-import { type ContractDiff, contractDiffAside, contractDiffReady } from './contract.ts';
+import { type ContractDiff, contractDiffAside } from './contract.ts';
 import { type Declaration, place, readDeclaration } from './format.ts';
 import { canonical, declarationOfLive, type Model, modelOfLive } from './model.ts';
 
@@ -98,7 +98,6 @@ function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
  * refusal is the one of its first place wrong, as when each schema is compiled as it is checked.
  */
 export async function makePlan(store: Store, accountId: number, declaration: Declaration, secrets: Secrets, options: PlanOptions) {
-  if (options.documents) contractDiffReady(options.documents);
   const live = await store.readAccountModel(accountId);
   const current = modelOfLive(live);
   const toCompile: SchemaToCompile[] = [];

@@ -11,8 +11,8 @@ async function answerOf(job: AsideJob): Promise<unknown> {
     const { readAnswer } = await import('./format.ts');
     return readAnswer(job.readDeclaration);
   }
-  const { diffAnswer, readyAnswer } = await import('./contract.ts');
-  return 'readyDiff' in job ? readyAnswer(job.readyDiff) : diffAnswer(job.contractDiff);
+  const { diffAnswer } = await import('./contract.ts');
+  return diffAnswer(job.contractDiff);
 }
 
 // A job that fails fails alone: its error goes back to its caller, and the worker answers the next.
