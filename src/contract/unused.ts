@@ -11,7 +11,11 @@ const REFERENCED = /^#\/components\/([^/]+)\/([^/]+)/;
 export function withoutUnused(document: JsonObject): JsonObject {
   const components = document.components as Record<string, JsonObject>;
   const used = new Set<string>();
+  // A document shares its parts (each collection's operations are made of the same generic ones): each is walked once.
+  const walked = new Set<object>();
   const visit = (node: unknown): void => {
+    if (typeof node !== 'object' || node === null || walked.has(node)) return;
+    walked.add(node);
     if (Array.isArray(node)) for (const item of node) visit(item);
     if (!isObject(node)) return;
     for (const [key, value] of Object.entries(node)) {
