@@ -468,7 +468,9 @@ export interface paths {
          *     dropped; it ends when its key is revoked or expires, when the end user's token expires or no
          *     longer verifies, when the rules change to refuse it, when events it had yet to get are pruned,
          *     after `collection_deleted`, and when the server shuts down (a comment before the end names the
-         *     feed's close code). `limit` and `wait` are for pages. An `Accept` naming none of the three forms
+         *     feed's close code). A stream's connection is its own (`Connection: close`): nothing the client
+         *     sends on it after the request is read, a client that half-closes it ends the stream, and it closes
+         *     when the stream ends. `limit` and `wait` are for pages. An `Accept` naming none of the three forms
          *     is `406`.
          *
          *     **From a browser**, a page's `EventSource` sets no headers: the key goes in `api_key` (`queryKey`)

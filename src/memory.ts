@@ -17,13 +17,10 @@ const LARGE_YOUNG = 8 * 1024 * 1024;
  * shrinks it only in a full collection that finds allocation slow, which an idle server never runs:
  * without this, an idle server holds 32 MB of young generation for nothing (docs/performance.md,
  * "Memory"). Under load it does nothing: the event loop is busy. A collection that did not shrink it
- * (V8 still counting the last burst) is tried again at the next idle look. `gc` is V8's, exposed to a
- * context made for it: the flag applies to contexts made after it.
+ * (V8 still counting the last burst) is tried again at the next idle look.
  */
 export function reduceWhileIdle(): void {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  setFlagsFromString('--no-expose-gc');
+  const gc = collector();
   let last = performance.eventLoopUtilization();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
@@ -35,6 +32,14 @@ export function reduceWhileIdle(): void {
     }
   }, LOOK_MS);
   timer.unref();
+}
+
+/** V8's full garbage collection of this thread's heap, exposed to a context made for it: the flag applies to contexts made after it. */
+export function collector(): () => void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  setFlagsFromString('--no-expose-gc');
+  return gc;
 }
 
 function youngBytes(): number {

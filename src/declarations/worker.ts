@@ -3,6 +3,7 @@
 // asked (format.ts's reading, contract.ts's diff). Loaded through the server's entry instead, the worker
 // loaded the whole service (knex, the data layer) first: seconds under load.
 import { parentPort } from 'node:worker_threads';
+import { collector } from '../memory.ts';
 import type { AsideJob } from './aside.ts';
 
 /** What the worker answers to `job`, by the module of its work. */
@@ -15,11 +16,32 @@ async function answerOf(job: AsideJob): Promise<unknown> {
   return diffAnswer(job.contractDiff);
 }
 
+/**
+ * How long after its last job the worker's heap is collected, and again as long after. A diff of many
+ * collections grows it, its young generation to V8's largest, which the worker, kept warm for the next
+ * plan (aside.ts), would otherwise hold until it ends (docs/performance.md, "Memory"); V8 shrinks the young
+ * generation only in a collection that finds allocation slow, hence the wait, and the second try
+ * (memory.ts, reduceWhileIdle, does the same for the server's own thread).
+ */
+const QUIET_MS = 5000;
+const collect = collector();
+let running = 0;
+let quiet: NodeJS.Timeout | undefined;
+
 // A job that fails fails alone: its error goes back to its caller, and the worker answers the next.
 parentPort?.on('message', async ({ id, job }: { id: number; job: AsideJob }) => {
+  running++;
+  clearTimeout(quiet);
   try {
     parentPort?.postMessage({ id, answer: await answerOf(job) });
   } catch (error) {
     parentPort?.postMessage({ id, failed: String((error as Error)?.stack ?? error) });
+  } finally {
+    if (--running === 0) quiet = setTimeout(collectTwice, QUIET_MS);
   }
 });
+
+function collectTwice(): void {
+  collect();
+  quiet = setTimeout(collect, QUIET_MS);
+}

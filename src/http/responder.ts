@@ -7,6 +7,7 @@ import type { Context } from 'koa';
 import { type Admission, rateLimitHeaders } from '../usage/meter.ts';
 import type { AdmissionState } from './metering.ts';
 import { requestIdOf } from './request-id.ts';
+import { takeOverConnection } from './stream-connection.ts';
 
 /** What a handler returns (../handlers/types.ts), and every answer: the one responder writes it (respond). */
 export interface Result {
@@ -88,13 +89,15 @@ export function writeResult(response: ServerResponse, result: Result, head = fal
   headers.push('X-Request-Id', requestIdOf(response.req));
   if (result.headers) for (const name in result.headers) headers.push(name, result.headers[name]);
   if (result.stream) {
-    headers.push('Content-Type', result.contentType as string);
+    // A stream is its connection's last answer: the connection, taken over, ends with it (stream-connection.ts).
+    headers.push('Content-Type', result.contentType as string, 'Connection', 'close');
     response.writeHead(result.status, headers);
     if (head) {
       result.stream.drop();
       response.end();
     } else {
       response.flushHeaders();
+      takeOverConnection(response);
       result.stream.start(response);
     }
     return 0;

@@ -4,7 +4,9 @@
 // checked against openapi.yaml and each message against asyncapi.yaml; catch-up then live with no gap
 // and no duplicate under concurrent writers, across a close by the server; bounded per account like feed
 // sockets, and so are waiting long polls; ended by a revoked key, a deleted collection and a shutdown.
+import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { expect } from 'chai';
 import { type BackendName, describeEachBackend } from '../support/backends.ts';
 import { EventStream, eventually, LineStream, type ChangesPage as Page } from '../support/changes.ts';
@@ -224,6 +226,40 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         expect(Date.now() - goneAt, 'long before its 60 s').to.be.below(5000);
         await stream.until(() => stream.messages.length > 0, 'ready');
         stream.close();
+      });
+    });
+  });
+
+  describe('the connection', () => {
+    it('is the stream’s alone, as an upgraded socket is: Connection: close, what the client sends after its request is ignored, and its half-close ends the stream, giving its place back', async () => {
+      await withPlaces(backend, 1, async ({ server, client, key, url }) => {
+        const { hostname, port } = new URL(server.url);
+        const socket = connect(Number(port), hostname);
+        let received = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (text: string) => {
+          received += text;
+        });
+        const closed = once(socket, 'close');
+        const path = new URL(url).pathname;
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nAccept: text/event-stream\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+        await eventually(() => received.includes('event: ready'), 'the ready');
+        const head = received.slice(0, received.indexOf('\r\n\r\n')).toLowerCase();
+        expect(head).to.match(/^http\/1\.1 200 /);
+        expect(head).to.include('\r\nconnection: close');
+        // A request after it on the same connection is never read as one: the stream goes on.
+        socket.write(`GET /v1/collections HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+        expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
+        await eventually(() => received.includes('event: insert'), 'the insert');
+        expect(received.match(/HTTP\/1\.1/g)).to.have.length(1);
+        const refused = await EventStream.open(url, key);
+        expect(refused.status, 'the stream holds the one place').to.equal(429);
+        refused.close();
+        socket.end();
+        await closed;
+        const next = await waitForPlace(url, key);
+        expect(next.status, 'the place the stream gave back').to.equal(200);
+        next.close();
       });
     });
   });
