@@ -265,9 +265,14 @@ interface KeysRead {
  * A dialect's statement of sortedPages (one row, a PagePart) from `keys(read)`: SQL of the keys of its
  * range or ranges as `read` reads them, in the page's order and cut to it. `order` is that order on the
  * keys `k` (with `k.part` first after a place); `collectionId` and `now` are the placeholders of the
- * collection's id and of the expiry now its rows live at.
+ * collection's id and of the expiry now its rows live at; `skips`, whether the statement passes keys by
+ * before its page (an offset past 0).
  */
-export type SortedPageText = (keys: (read: KeysRead) => string, order: string, at: { collectionId: string; now: string }) => string;
+type SortedPageText = (
+  keys: (read: KeysRead) => string,
+  order: string,
+  at: { collectionId: string; now: string; skips: boolean },
+) => string;
 
 /**
  * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text` (SortedPageText): each
@@ -284,17 +289,22 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
   const at = { collectionId: placeholder(bind, 'collectionId'), now: placeholder(bind, 'now') };
   const slot = `slot = ${placeholder(bind, 'slot')}`;
   const limit = `limit +${placeholder(bind, 'limit')}`;
-  const rangeText = (dir: Direction, range: KeyRange) =>
+  const rangeText = (dir: Direction, range: KeyRange, skips: boolean) =>
     text(
       (read) => `select ${read.columns} from ${read.from} where ${read.collection} and ${slot} ${ranks[range]} and ${read.live}
       order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
       keyOrder('k.', dir),
-      at,
+      { ...at, skips },
     );
-  const texts = {
-    asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
-    desc: { all: rangeText('desc', 'all'), present: rangeText('desc', 'present'), missing: rangeText('desc', 'missing') },
-  };
+  // By direction, range, then whether the page starts past an offset.
+  const texts = Object.fromEntries(
+    (['asc', 'desc'] as const).map((dir) => [
+      dir,
+      Object.fromEntries(
+        (['all', 'present', 'missing'] as const).map((range) => [range, [false, true].map((skips) => rangeText(dir, range, skips))]),
+      ),
+    ]),
+  ) as Record<Direction, Record<KeyRange, string[]>>;
   const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
     const ranges = rangesAfter(order, column, laterRanks, bind);
     const parts = (read: KeysRead) =>
@@ -302,11 +312,17 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
         (range, index) => `select * from (select ${index} as part, ${read.columns} from ${read.from}
         where ${read.collection} and ${slot} and ${range} and ${read.live} order by ${keyOrder('', order)} ${limit}) k${index}`,
       );
-    return text((read) => `${parts(read).join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, at);
+    return text((read) => `${parts(read).join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, {
+      ...at,
+      skips: false,
+    });
   };
   const afterTexts = new Map<string, string>();
   return {
-    sortedPage: (id, slot, order, range, limit, offset, now) => ({ sql: texts[order][range], params: [id, slot, limit, now, offset] }),
+    sortedPage: (id, slot, order, range, limit, offset, now) => ({
+      sql: texts[order][range][Number(offset > 0)],
+      params: [id, slot, limit, now, offset],
+    }),
     sortedPageAfter(id, slot, order, place, limit, now) {
       const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
       const params: SqlValue[] = [id, slot, limit, now, rank, place.id];
