@@ -155,6 +155,10 @@ function pageListing(
       source.filteredSortedPage({ collectionId: 1, slot: 0, order, bounds: raw('<bounds>') }, raw('<filter>'), 50, 0, NOW).sql,
     ],
     ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, source.sortedPage(1, 0, order, range, 50, 0, NOW).sql]),
+    ...ranges.map((range): [string, string] => [
+      `sortedPage(${order}, ${range}, past an offset)`,
+      source.sortedPage(1, 0, order, range, 50, 100, NOW).sql,
+    ]),
     ...places.map(([kind, place]): [string, string] => [
       `sortedPageAfter(${order}, after ${kind})`,
       source.sortedPageAfter(1, 0, order, place, 50, NOW)?.sql ?? '',

@@ -381,6 +381,33 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
   order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
+-- sortedPage(asc, all, past an offset)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
+
+-- sortedPage(asc, present, past an offset)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
+
+-- sortedPage(asc, missing, past an offset)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
+
 -- sortedPageAfter(asc, after a number)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
@@ -529,6 +556,33 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, missing)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
+
+-- sortedPage(desc, all, past an offset)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
+
+-- sortedPage(desc, present, past an offset)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
+
+-- sortedPage(desc, missing, past an offset)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact

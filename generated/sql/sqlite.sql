@@ -341,77 +341,85 @@ from (select rows.id, rows.data from sort_keys k
 -- sortedPage(asc, all)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id where k.collection_id = ?1 and slot = ?2  and (r.expires_at is null or r.expires_at > ?4)
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5);
 
 -- sortedPage(asc, present)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id where k.collection_id = ?1 and slot = ?2 and rank < 5 and (r.expires_at is null or r.expires_at > ?4)
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5);
 
 -- sortedPage(asc, missing)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4)
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5);
+
+-- sortedPage(asc, all, past an offset)
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select r.id, r.data from (select rank, num, str, row_id from collections c cross join sort_keys k on k.collection_id = c.id where c.id = ?1 and slot = ?2  and c.ttl_field is null
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+union all
+select id, data from (select r.id, r.data from collections c cross join sort_keys k on k.collection_id = c.id cross join rows r on r.collection_id = ?1 and r.id = k.row_id where c.id = ?1 and slot = ?2  and c.ttl_field is not null and (r.expires_at is null or r.expires_at > ?4)
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5));
+
+-- sortedPage(asc, present, past an offset)
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select r.id, r.data from (select rank, num, str, row_id from collections c cross join sort_keys k on k.collection_id = c.id where c.id = ?1 and slot = ?2 and rank < 5 and c.ttl_field is null
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+union all
+select id, data from (select r.id, r.data from collections c cross join sort_keys k on k.collection_id = c.id cross join rows r on r.collection_id = ?1 and r.id = k.row_id where c.id = ?1 and slot = ?2 and rank < 5 and c.ttl_field is not null and (r.expires_at is null or r.expires_at > ?4)
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5));
+
+-- sortedPage(asc, missing, past an offset)
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select r.id, r.data from (select rank, num, str, row_id from collections c cross join sort_keys k on k.collection_id = c.id where c.id = ?1 and slot = ?2 and rank = 5 and c.ttl_field is null
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5) k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+union all
+select id, data from (select r.id, r.data from collections c cross join sort_keys k on k.collection_id = c.id cross join rows r on r.collection_id = ?1 and r.id = k.row_id where c.id = ?1 and slot = ?2 and rank = 5 and c.ttl_field is not null and (r.expires_at is null or r.expires_at > ?4)
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?5));
 
 -- sortedPageAfter(asc, after a number)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num > json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id > ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+  union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num > json_extract(?7, '$') and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+  union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+  limit +?3);
 
 -- sortedPageAfter(asc, after a string)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str > json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id > ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+  union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str > json_extract(?7, '$') and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+  union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+  limit +?3);
 
 -- sortedPageAfter(asc, after an object)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+  union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+  limit +?3);
 
 -- sortedPageAfter(asc, after a missing value)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+  limit +?3);
 
 -- orderedPage(by id, desc)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
@@ -464,86 +472,91 @@ from (select rows.id, rows.data from sort_keys k
 -- sortedPage(desc, all)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id where k.collection_id = ?1 and slot = ?2  and (r.expires_at is null or r.expires_at > ?4)
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5);
 
 -- sortedPage(desc, present)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id where k.collection_id = ?1 and slot = ?2 and rank < 5 and (r.expires_at is null or r.expires_at > ?4)
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5);
 
 -- sortedPage(desc, missing)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4)
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5);
+
+-- sortedPage(desc, all, past an offset)
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select r.id, r.data from (select rank, num, str, row_id from collections c cross join sort_keys k on k.collection_id = c.id where c.id = ?1 and slot = ?2  and c.ttl_field is null
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+union all
+select id, data from (select r.id, r.data from collections c cross join sort_keys k on k.collection_id = c.id cross join rows r on r.collection_id = ?1 and r.id = k.row_id where c.id = ?1 and slot = ?2  and c.ttl_field is not null and (r.expires_at is null or r.expires_at > ?4)
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5));
+
+-- sortedPage(desc, present, past an offset)
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select r.id, r.data from (select rank, num, str, row_id from collections c cross join sort_keys k on k.collection_id = c.id where c.id = ?1 and slot = ?2 and rank < 5 and c.ttl_field is null
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+union all
+select id, data from (select r.id, r.data from collections c cross join sort_keys k on k.collection_id = c.id cross join rows r on r.collection_id = ?1 and r.id = k.row_id where c.id = ?1 and slot = ?2 and rank < 5 and c.ttl_field is not null and (r.expires_at is null or r.expires_at > ?4)
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5));
+
+-- sortedPage(desc, missing, past an offset)
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select r.id, r.data from (select rank, num, str, row_id from collections c cross join sort_keys k on k.collection_id = c.id where c.id = ?1 and slot = ?2 and rank = 5 and c.ttl_field is null
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5) k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+union all
+select id, data from (select r.id, r.data from collections c cross join sort_keys k on k.collection_id = c.id cross join rows r on r.collection_id = ?1 and r.id = k.row_id where c.id = ?1 and slot = ?2 and rank = 5 and c.ttl_field is not null and (r.expires_at is null or r.expires_at > ?4)
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?5));
 
 -- sortedPageAfter(desc, after a number)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num < json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
-  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num = json_extract(?7, '$') and str is null and row_id < ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+  union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num < json_extract(?7, '$') and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+  union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank < ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+  union all select * from (select 3 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+  limit +?3);
 
 -- sortedPageAfter(desc, after a string)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str < json_extract(?7, '$') and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
-  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str = json_extract(?7, '$') and row_id < ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+  union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str < json_extract(?7, '$') and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+  union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank < ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+  union all select * from (select 3 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+  limit +?3);
 
 -- sortedPageAfter(desc, after an object)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+  union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank < ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+  union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+  limit +?3);
 
 -- sortedPageAfter(desc, after a missing value)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and ((select ttl_field from collections where id = ?1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > ?4) from rows x where x.collection_id = ?1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
-  limit +?3) k
-cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
+from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+  limit +?3);
 
 -- relatedRows(to-one, by id)
 select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end as json from rows

@@ -35,7 +35,9 @@ export const liveRowSql = (r: string, now: number): Sql => ({ sql: liveRowText(r
  * Whether a key of `sort_keys` (its `row_id`) of the collection `collectionId` (SQL of its id) is of a
  * row that lives at `now` (SQL of a placeholder): of a collection without a time to live, every key (its
  * row read once a statement); else each key's row looked up by its key, so that a page read through a
- * sort index is full of rows that live, and its cursor goes on past them. The lookup is a scalar
+ * sort index is full of rows that live, and its cursor goes on past them, and a count of its keys counts
+ * those only. PostgreSQL's pages test their keys so; SQLite's join each key's row once and test it there
+ * (../../sqlite/sql/reads.ts, sortedPage). The lookup is a scalar
  * subquery of the row's liveRowText() by its primary key, true when there is no row. As a NOT EXISTS on
  * the expiry, PostgreSQL found a hash of all the collection's expired rows (through `rows_expiry`)
  * cheaper than a probe a key, and built it whole for each page that read a few keys; a scalar subquery

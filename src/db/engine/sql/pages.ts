@@ -8,7 +8,7 @@ import type { Page } from '../../../query/page.ts';
 import type { KeyValue } from '../../../query/sort-keys.ts';
 import type { SqlValue } from '../dialect.ts';
 import { keyOrder } from './collections.ts';
-import { liveKeyText, liveRowSql } from './expiry.ts';
+import { liveRowSql } from './expiry.ts';
 import { pageColumns } from './reads.ts';
 import { allOf, raw, type Sql, sql } from './template.ts';
 
@@ -236,7 +236,7 @@ export interface KeyBinding {
 
 /**
  * The numbers of the bindings of sortedPages' statements: a page of a range binds the collection's id,
- * the slot, the limit, the expiry now its keys' rows live at (liveKeyText) and the offset; a page after a
+ * the slot, the limit, the expiry now its keys' rows live at (LivePage) and the offset; a page after a
  * place binds the collection's id, the slot, the limit, the expiry now, the place's rank, its row's id
  * and, when the rank has one (a number, string or boolean), its value, last, so that a statement without
  * it binds no more than it names.
@@ -250,11 +250,34 @@ const placeholder = (bind: KeyBinding, name: keyof typeof binding) => bind.param
 type PlaceColumn = 'none' | 'num' | 'str';
 
 /**
- * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
- * keys a page reads (`rank, num, str, row_id` in the page's order), of that order, and the placeholder
- * of the collection's id: each text made once for each shape, since statements are kept by their text.
- * Their bindings are numbered as `binding` says; each LIMIT is `+` its binding, as pageRange (../sql/reads.ts)
- * says why.
+ * How a statement of sortedPages reads the keys of its range or ranges (SortedPageText): `columns`
+ * selected from `from` (`sort_keys`, and what the dialect joins to it), the keys of the page's collection
+ * those where `collection` holds, each kept when `live` holds (SQL with the placeholders of `binding`).
+ */
+interface KeysRead {
+  columns: string;
+  from: string;
+  collection: string;
+  live: string;
+}
+
+/**
+ * A dialect's statement of sortedPages (one row, a PagePart) from `keys(read)`: SQL of the keys of its
+ * range or ranges as `read` reads them, in the page's order and cut to it. `order` is that order on the
+ * keys `k` (with `k.part` first after a place); `collectionId` and `now` are the placeholders of the
+ * collection's id and of the expiry now its rows live at; `skips`, whether the statement passes keys by
+ * before its page (an offset past 0).
+ */
+type SortedPageText = (
+  keys: (read: KeysRead) => string,
+  order: string,
+  at: { collectionId: string; now: string; skips: boolean },
+) => string;
+
+/**
+ * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text` (SortedPageText): each
+ * text made once for each shape, since statements are kept by their text. Their bindings are numbered as
+ * `binding` says; each LIMIT is `+` its binding, as pageRange (../sql/reads.ts) says why.
  *
  * A page after a place is the keys of the index past it, as ranges of the index one after another,
  * each read from its start: the place's key with a later id; the same rank with a later value (for
@@ -262,32 +285,44 @@ type PlaceColumn = 'none' | 'num' | 'str';
  * So a page deep into a walk reads no more of the index than the first. `part` numbers the ranges, for
  * PostgreSQL's string_agg to order by.
  */
-export function sortedPages(text: (keys: string, order: string, collectionId: string) => string, bind: KeyBinding): SortedPages {
-  const collectionId = placeholder(bind, 'collectionId');
-  const inIndex = `collection_id = ${collectionId} and slot = ${placeholder(bind, 'slot')}`;
-  const live = liveKeyText(collectionId, placeholder(bind, 'now'));
+export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages {
+  const at = { collectionId: placeholder(bind, 'collectionId'), now: placeholder(bind, 'now') };
+  const slot = `slot = ${placeholder(bind, 'slot')}`;
   const limit = `limit +${placeholder(bind, 'limit')}`;
-  const rangeText = (dir: Direction, range: KeyRange) =>
+  const rangeText = (dir: Direction, range: KeyRange, skips: boolean) =>
     text(
-      `select rank, num, str, row_id from sort_keys where ${inIndex} ${ranks[range]} and ${live}
+      (read) => `select ${read.columns} from ${read.from} where ${read.collection} and ${slot} ${ranks[range]} and ${read.live}
       order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
       keyOrder('k.', dir),
-      collectionId,
+      { ...at, skips },
     );
-  const texts = {
-    asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
-    desc: { all: rangeText('desc', 'all'), present: rangeText('desc', 'present'), missing: rangeText('desc', 'missing') },
-  };
+  // By direction, range, then whether the page starts past an offset.
+  const texts = Object.fromEntries(
+    (['asc', 'desc'] as const).map((dir) => [
+      dir,
+      Object.fromEntries(
+        (['all', 'present', 'missing'] as const).map((range) => [range, [false, true].map((skips) => rangeText(dir, range, skips))]),
+      ),
+    ]),
+  ) as Record<Direction, Record<KeyRange, string[]>>;
   const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
-    const parts = rangesAfter(order, column, laterRanks, bind).map(
-      (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
-        where ${inIndex} and ${range} and ${live} order by ${keyOrder('', order)} ${limit}) k${index}`,
-    );
-    return text(`${parts.join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, collectionId);
+    const ranges = rangesAfter(order, column, laterRanks, bind);
+    const parts = (read: KeysRead) =>
+      ranges.map(
+        (range, index) => `select * from (select ${index} as part, ${read.columns} from ${read.from}
+        where ${read.collection} and ${slot} and ${range} and ${read.live} order by ${keyOrder('', order)} ${limit}) k${index}`,
+      );
+    return text((read) => `${parts(read).join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, {
+      ...at,
+      skips: false,
+    });
   };
   const afterTexts = new Map<string, string>();
   return {
-    sortedPage: (id, slot, order, range, limit, offset, now) => ({ sql: texts[order][range], params: [id, slot, limit, now, offset] }),
+    sortedPage: (id, slot, order, range, limit, offset, now) => ({
+      sql: texts[order][range][Number(offset > 0)],
+      params: [id, slot, limit, now, offset],
+    }),
     sortedPageAfter(id, slot, order, place, limit, now) {
       const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
       const params: SqlValue[] = [id, slot, limit, now, rank, place.id];

@@ -6,7 +6,7 @@ import type { RelatedKey } from '../../../query/order.ts';
 import { MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
-import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
+import { liveKeyText, liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, seqOf, sortedPages, wholePage } from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
 import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
@@ -142,15 +142,15 @@ function relatedField(related: RelatedKey, collection: CollectionRef, now: numbe
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
  * `{ n, json, seq, exact }` (../../sql/pages.ts, sortedPages): `exact` whether every string key of the page is
  * shorter than POSTGRES_KEY_CHARS. Each key's row is read by its primary key (LATERAL, kept a subquery
- * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. A
- * place's string is escaped as the keys' are, and one as long as a key is cut at has no exact place in
- * the index.
+ * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. Each key
+ * is kept when its row lives (liveKeyText), a lookup of its own. A place's string is escaped as the
+ * keys' are, and one as long as a key is cut at has no exact place in the index.
  */
 export const { sortedPage, sortedPageAfter } = sortedPages(
-  (keys, order, collectionId) => `select count(*) as n, ${pageJsonSql(order)} as json,
+  (keys, order, { collectionId, now }) => `select count(*) as n, ${pageJsonSql(order)} as json,
       (select last_seq from collections where id = ${collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
-    from (${keys}) k
+    from (${keys({ columns: 'rank, num, str, row_id', from: 'sort_keys', collection: `collection_id = ${collectionId}`, live: liveKeyText(collectionId, now) })}) k
     cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) r`,
   {
     param: (n) => `$${n}`,

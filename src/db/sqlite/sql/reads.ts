@@ -199,16 +199,40 @@ function scalarSql(scalar: number | string | boolean | null): Sql | undefined {
 
 /**
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
- * `{ n, json, seq }` (../../sql/pages.ts, sortedPages). CROSS JOIN keeps the keys the outer loop, so the rows
- * come in their order. The same text each time for each shape: statements are kept by their text
- * (readers.ts). A key's number or string is bound as its JSON text, read by SQLite's own JSON
- * reader, as the keys' were.
+ * `{ n, json, seq }` (../../sql/pages.ts, sortedPages), each key's row read once: each key joined with its
+ * row, kept when that lives (a row of a collection without a time to live has no expiry), where its text
+ * is read. A lookup of each key's row for its expiry beside the read of its text would look it up twice
+ * (docs/expiry.md). A page past an offset joins the rows of the keys it skips only in a collection with a
+ * time to live; of one without, it skips them in the index alone and joins its own rows: the statement
+ * reads the collection's row first, and only the branch of its kind reads keys. CROSS JOIN keeps the keys
+ * the outer loop, so the rows come in their order. The same text each time for each shape: statements are
+ * kept by their text (readers.ts). A key's number or string is bound as its JSON text, read by SQLite's
+ * own JSON reader, as the keys' were.
  */
 export const { sortedPage, sortedPageAfter } = sortedPages(
-  (keys, _order, collectionId) => `select count(*) as n, ${pageJsonSql} as json,
+  (keys, _order, { collectionId, now, skips }) => {
+    const page = (from: string) => `select count(*) as n, ${pageJsonSql} as json,
       (select last_seq from collections where id = ${collectionId}) as seq
-    from (${keys}) k
-    cross join rows r on r.collection_id = ${collectionId} and r.id = k.row_id`,
+    from (${from})`;
+    const withRows = `cross join rows r on r.collection_id = ${collectionId} and r.id = k.row_id`;
+    const live = liveRowText('r', now);
+    if (!skips)
+      return page(
+        keys({ columns: 'r.id, r.data', from: `sort_keys k ${withRows}`, collection: `k.collection_id = ${collectionId}`, live }),
+      );
+    const keyed = 'collections c cross join sort_keys k on k.collection_id = c.id';
+    const collection = `c.id = ${collectionId}`;
+    const plain = keys({ columns: 'rank, num, str, row_id', from: keyed, collection, live: 'c.ttl_field is null' });
+    const expiring = keys({
+      columns: 'r.id, r.data',
+      from: `${keyed} ${withRows}`,
+      collection,
+      live: `c.ttl_field is not null and ${live}`,
+    });
+    return page(`select r.id, r.data from (${plain}) k ${withRows}
+    union all
+    select id, data from (${expiring})`);
+  },
   { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar) },
 );
 
