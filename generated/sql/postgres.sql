@@ -281,12 +281,12 @@ delete from idempotency_keys where (account_id, key) in
 (select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id;
 
 -- orderedPage(by id, asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -300,12 +300,12 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     id asc limit +? offset ?) r;
 
 -- orderedPage(by id, after a place, asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -332,7 +332,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     id asc limit +? offset ?) r;
 
 -- orderedPage(filtered, through a sort index, asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -346,7 +346,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     id asc limit +? offset ?) r;
 
 -- filteredSortedPage(asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
@@ -355,7 +355,7 @@ from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) k;
 
 -- sortedPage(asc, all)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
@@ -364,7 +364,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, present)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
@@ -373,7 +373,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, missing)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
@@ -409,7 +409,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a number)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -425,7 +425,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a string)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -441,7 +441,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after an object)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -454,7 +454,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a missing value)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -464,12 +464,12 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- orderedPage(by id, desc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -483,12 +483,12 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     id desc limit +? offset ?) r;
 
 -- orderedPage(by id, after a place, desc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -515,7 +515,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     id asc limit +? offset ?) r;
 
 -- orderedPage(filtered, through a sort index, desc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -529,7 +529,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     id desc limit +? offset ?) r;
 
 -- filteredSortedPage(desc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
@@ -538,7 +538,7 @@ from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) k;
 
 -- sortedPage(desc, all)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
@@ -547,7 +547,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, present)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
@@ -556,7 +556,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, missing)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
@@ -592,7 +592,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a number)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -611,7 +611,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a string)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -630,7 +630,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after an object)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -646,7 +646,7 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a missing value)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
@@ -656,14 +656,14 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- relatedRows(to-one, by id)
-select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end as json from rows
+select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end as json from rows
 where rows.collection_id = ? and rows.id in (select jsonb_array_elements_text(?::jsonb)::bigint) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>);
 
 -- relatedRows(to-many, through a sort index, by a field desc)
 select key.value as k, r.n, r.json
 from (select jsonb_array_elements_text(?::jsonb)::numeric as value) key
-cross join lateral (select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',') end as json from (select * from (select k.str, k.row_id as id, rows.data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows
+cross join lateral (select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',') end as json from (select * from (select k.str, k.row_id as id, rows.data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
     where rows.collection_id = ? and k.collection_id = ? and k.slot = (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
     where c.id = ? and e.f = ?) and k.rank = 1
       and k.num = key.value and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r
@@ -673,7 +673,7 @@ union all select null, null, null where (select (e.i - 1)::int from collections 
     where c.id = ? and e.f = ?) is null;
 
 -- relatedRows(to-many, by the field of each row, by a field desc)
-select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) end as json
+select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by rn) end as json
 from (select * from (select r.*, row_number() over (partition by k order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc, case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc, (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc, id desc) as rn
   from (select (case when jsonb_typeof(regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
@@ -700,7 +700,7 @@ with counters as (
     select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
   select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
@@ -746,7 +746,7 @@ with keys as materialized (
     select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
   select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
@@ -770,7 +770,7 @@ with keys as materialized (
         jsonb_array_elements(c.uniques::jsonb) as u(value),
         lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 ), bodies as (
-  select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
+  select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
   insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
     select $1::integer, k.key, k.hash, 201,
@@ -801,7 +801,7 @@ with counters as (
     select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
   select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
@@ -850,7 +850,7 @@ with counters as (
     select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
   select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
@@ -896,7 +896,7 @@ with keys as materialized (
     select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
   select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
@@ -920,7 +920,7 @@ with keys as materialized (
         jsonb_array_elements(c.uniques::jsonb) as u(value),
         lateral (select p.collection_id, p.id, p.j from parsed p where p.collection_id = c.id offset 0) k
 ), bodies as (
-  select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
+  select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
   insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
     select $1::integer, k.key, k.hash, 201,
@@ -951,7 +951,7 @@ with counters as (
     select collection_id, id, data, seq, rowbase_expiry_of(data, ttl_field) from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
   select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb

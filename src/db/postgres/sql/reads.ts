@@ -15,8 +15,15 @@ import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './collections.ts';
 
+/**
+ * The text of `data` past its first character, `{`. `right(data, -1)` steps over that one character;
+ * `substr(data, 2)` counts every character of the text twice in a multibyte encoding (its length, then
+ * its end).
+ */
+const PAST_BRACE = 'right(data, -1)';
+
 /** A row's JSON text (rowJsonWith). */
-export const rowJsonSql = rowJsonWith('substr(data, 2)');
+export const rowJsonSql = rowJsonWith(PAST_BRACE);
 
 /** A page's rows as one JSON text, joined in `order`, only when they add up to at most MAX_PAGE_BYTES (null otherwise, beside a count above 0). */
 const pageJsonSql = (order: string) =>
@@ -24,7 +31,7 @@ const pageJsonSql = (order: string) =>
 
 /** pageJsonSql of rows with their ETags (versionedRowJsonWith). */
 const versionedPageJsonSql = (order: string) =>
-  `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${versionedRowJsonWith('substr(data, 2)')}, ',' order by ${order}) end`;
+  `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${versionedRowJsonWith(PAST_BRACE)}, ',' order by ${order}) end`;
 
 /**
  * The row `?` if it lives at `?` (ms since the epoch), of the collection found by account `?` and name
@@ -97,8 +104,9 @@ const keyJsonSql = `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then 
 
 /**
  * The rows related to a page's, for a relation of the whole page (../../engine/sql/related.ts): the keys
- * read from their JSON array, each key's rows of a to-many read by a LATERAL subquery in their order, and
- * each of their rows by its primary key (LATERAL, kept a subquery by `offset 0`, as sortedPages' are);
+ * read from their JSON array, each key's rows of a to-many read by a LATERAL subquery in their order, its
+ * sort keys joined to their rows by the primary key (a plain join: under the subquery's LIMIT the planner
+ * looks each row up, and a subquery kept apart by `offset 0` cost a rescan of its own for each row);
  * each key's rows joined in their order, only when they add up to at most MAX_PAGE_BYTES.
  */
 export const relatedRows: PageSource['relatedRows'] = (read) => relatedPage(relatedJson, byField, read);
@@ -118,7 +126,7 @@ const relatedJson: RelatedJson = {
     sql`(select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
         where c.id = ${id} and e.f = ${field})`,
   row: rowJsonSql,
-  keyedRows: 'sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows',
+  keyedRows: 'sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
   rows: pageJsonSql('rn'),
   fence: pageJson.fence,
 };
