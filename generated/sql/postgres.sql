@@ -382,7 +382,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, all, past an offset)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
@@ -391,7 +391,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, present, past an offset)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
@@ -400,7 +400,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, missing, past an offset)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
@@ -565,7 +565,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, all, past an offset)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
@@ -574,7 +574,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, present, past an offset)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
@@ -583,7 +583,7 @@ from (select rank, num, str, row_id from sort_keys where collection_id = $1 and 
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, missing, past an offset)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
