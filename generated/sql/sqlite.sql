@@ -581,6 +581,12 @@ from (select * from (select r.*, row_number() over (partition by k order by case
   where rn <= ? order by k, rn) r
 group by k;
 
+-- pageWithToOnes(by id, asc, one to-one)
+select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = r.j0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)), 'null') || '}}', ',{"id":') as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq, sum(json_type(data, '$."_expand"') is not null) as held
+from (select * from (select id, data, (case when json_type(data, ?) in ('integer', 'real') then json_extract(data, ?) end) as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
+
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq

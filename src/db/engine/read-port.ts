@@ -7,7 +7,7 @@ import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.
 import type { Dialect, KeyBounds, SqlValue } from './dialect.ts';
 import type { CollectionRef, LivePage, SortedPages, Statement } from './sql/pages.ts';
 import type { KeysWithin } from './sql/reads.ts';
-import type { RelatedRead } from './sql/related.ts';
+import type { RelatedRead, ToOneRead } from './sql/related.ts';
 import type { Sql } from './sql/template.ts';
 
 /**
@@ -34,6 +34,13 @@ export interface PageSource extends SortedPages {
    * (scoresSql()), of the rows it scores only, each with its `score`.
    */
   orderedPage(collection: CollectionRef, page: LivePage, where?: Sql, scores?: Sql): Statement;
+  /**
+   * One page of the account's collection sorted whole, as orderedPage() reads it without a filter, each
+   * row with the rows of its to-one relations `toOnes` set in as its member EXPANDED by the same
+   * statement; its one row is a PagePart with `held`. None in a dialect whose pages read them by a
+   * statement of their own (PostgreSQL), as every page with other expansions does (../reads/expand.ts).
+   */
+  pageWithToOnes?(collection: CollectionRef, page: LivePage, toOnes: readonly ToOneRead[]): Statement;
   /**
    * The relevance of each row holding `search` (bound: bindSearch()), as a table of `collection_id`,
    * `row_id` and `score`, the higher the more relevant (docs/search.md, "Ranking").

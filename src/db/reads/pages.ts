@@ -12,6 +12,7 @@ import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { byId, byName, type CollectionRef, type KeyRange, type LivePage, withinIndex } from '../engine/sql/pages.ts';
 import { collectionSql, keyCountUpToSql, presentCountSql } from '../engine/sql/reads.ts';
+import type { ToOneRead } from '../engine/sql/related.ts';
 import { raw, type Sql } from '../engine/sql/template.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
@@ -50,6 +51,8 @@ type PagePart = {
   total?: number | string;
   /** A scored page's scores, in its order, joined by commas (JSON numbers' text). */
   scores?: string | null;
+  /** Of a page with its to-ones (PageSource.pageWithToOnes), how many rows may hold a stored field named EXPANDED. */
+  held?: number | string | null;
 };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
@@ -76,6 +79,29 @@ export async function readPage(source: PageSource, accountId: number, collection
   const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
   return { json, n, seq };
+}
+
+/**
+ * A page sorted whole without a filter, each row with the rows of its to-one relations `toOnes` set in by
+ * its own statement (PageSource.pageWithToOnes); 404 when the collection does not exist. Undefined when
+ * the dialect has no such statement, or when a row may hold a stored field named EXPANDED, which
+ * ./expand.ts drops: then its expansions are for statements of their own.
+ */
+export async function readPageWithToOnes(
+  source: PageSource,
+  accountId: number,
+  collection: string,
+  page: LivePage,
+  toOnes: readonly ToOneRead[],
+): Promise<RowsPage | undefined> {
+  if (!source.pageWithToOnes) return undefined;
+  const { sql, params } = source.pageWithToOnes(byName(accountId, collection), page, toOnes);
+  // A count reads the whole collection, as a page sorted whole does.
+  const [part] = await source.read<PagePart>(sql, params, page.count ? 'sort' : 'scan');
+  if (Number(part.held) > 0) return undefined;
+  const { json, n, seq } = joinParts([part]);
+  if (seq === null) throw collectionNotFound(collection);
+  return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
 }
 
 /**

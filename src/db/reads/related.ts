@@ -14,11 +14,12 @@ import { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { SchemaCache } from '../engine/dialect.ts';
 import type { AggregateSource, PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { byName, type LivePage } from '../engine/sql/pages.ts';
+import type { ToOneRead } from '../engine/sql/related.ts';
 import { type Binding, boundAlone, learnRelations } from '../relations/bound.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, readAggregates } from './aggregates.ts';
 import { type Expansion, expandPage, PageMoved } from './expand.ts';
-import { guardedPage, type RowsPage, readPage } from './pages.ts';
+import { guardedPage, type RowsPage, readPage, readPageWithToOnes } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -91,7 +92,8 @@ const alone = ({ expand, filter }: Expansion) => expand.length === 0 && !(filter
  * hop to the driver's threads; on PostgreSQL, no round trips of their own), each relation's statement
  * reading again the latest event seq of the page's collection (ReadAt). The same seq as the page's: the
  * page's rows were as read when its related rows were, and the page is as one snapshot would read it.
- * Another: undefined, for a snapshot to read it all.
+ * Another: undefined, for a snapshot to read it all. A page whose expansions its own statement can read
+ * (toOnesInPage) is that one statement.
  */
 async function expandedAlone(
   source: PageSource,
@@ -100,6 +102,9 @@ async function expandedAlone(
   page: LivePage,
   expansions: readonly Expansion[],
 ): Promise<RowsPage | undefined> {
+  const toOnes = toOnesInPage(source, accountId, page, expansions);
+  const joined = toOnes && (await readPageWithToOnes(source, accountId, collection, page, toOnes));
+  if (joined) return joined;
   const answer = await readPage(source, accountId, collection, page);
   const at = { collection: byName(accountId, collection), seq: answer.seq };
   try {
@@ -108,6 +113,25 @@ async function expandedAlone(
     if (error instanceof PageMoved) return undefined;
     throw error;
   }
+}
+
+/**
+ * The to-one relations a page's own statement reads (PageSource.pageWithToOnes): of a page in the order
+ * of its ids, unfiltered, whose every expansion is a to-one read as it is stored (no hidden fields to
+ * mask, no `select`, no nested expansion). Undefined for any other page: its expansions are read apart.
+ */
+function toOnesInPage(source: PageSource, accountId: number, page: LivePage, expansions: readonly Expansion[]): ToOneRead[] | undefined {
+  const [key] = page.order;
+  const byIds = page.order.length === 1 && key.field === 'id' && !key.related;
+  if (!source.pageWithToOnes || !byIds || page.filter || page.versions) return undefined;
+  const asStored = ({ kind, mask, select, expand }: Expansion) => kind === 'to_one' && !mask && !select && expand.length === 0;
+  if (!expansions.every(asStored)) return undefined;
+  return expansions.map(({ name, collection, field, filter }) => ({
+    name,
+    collection: byName(accountId, collection),
+    field,
+    where: filter && source.filterSql(filter),
+  }));
 }
 
 /**

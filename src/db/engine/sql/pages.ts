@@ -103,7 +103,8 @@ export type FieldOrder = (
  * when there is no such collection. Its text depends only on the directions, how the fields are read
  * and how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`,
  * as pageRange (../sql/reads.ts) says why. With `scores`, the rows are those it scores, each with its
- * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too.
+ * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too. With `toOnes`,
+ * joined by it instead, each row with its to-one relations' rows, and `held` beside them (ToOnesJson).
  */
 export function wholePage(
   pageJson: PageJson,
@@ -112,9 +113,14 @@ export function wholePage(
   page: LivePage,
   where?: Sql,
   scores?: Sql,
+  toOnes?: ToOnesJson,
 ): Statement {
   let columns = pageColumns(page.versions);
   const bindings: SqlValue[] = [];
+  if (toOnes) {
+    columns += toOnes.columns.sql;
+    bindings.push(...toOnes.columns.params);
+  }
   const placed: PlacedColumn[] = [];
   const afterId = page.after && sql`${page.after.id}`;
   page.order.forEach(({ field, direction }, index) => {
@@ -154,8 +160,10 @@ export function wholePage(
   const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
   const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${live}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
-  return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
-        ${collection.lastSeq} as seq${total}
+  const json = toOnes ? toOnes.rows : raw(pageJson.rows(order));
+  const held = toOnes ? sql`, ${toOnes.held} as held` : raw('');
+  return sql`select count(*) as n, ${json} as json${scoresJson},
+        ${collection.lastSeq} as seq${total}${held}
       from (select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)} limit +${page.limit} offset ${page.offset}) r`;
 }
 
@@ -184,6 +192,18 @@ function bestScores(scores: Sql, page: Page, where: Sql | undefined, live: Sql):
 const liveScores = (collection: CollectionRef, now: number): Sql =>
   sql`((select ttl_field from collections where id = ${collection.id}) is null
         or coalesce((select ${liveRowSql('x', now)} from rows x where x.collection_id = s.collection_id and x.id = s.row_id), true))`;
+
+/**
+ * A page's rows joined with each one's to-one relations' rows set in (PageSource.pageWithToOnes): the
+ * `columns` the page's rows read beside `id` and `data` (after a comma: the relation fields' values),
+ * `rows`, the rows' JSON texts as PagePart's `json`, each with its member EXPANDED, and `held`, how many
+ * of the rows hold a stored field that may be named EXPANDED (PagePart's `held`).
+ */
+export interface ToOnesJson {
+  columns: Sql;
+  rows: Sql;
+  held: Sql;
+}
 
 /**
  * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,

@@ -40,6 +40,19 @@ export interface RelatedRead {
 }
 
 /**
+ * A to-one relation whose rows a page's own statement reads (PageSource.pageWithToOnes): its `name` (its
+ * member of EXPANDED), the related `collection`, the `field` of the page's rows holding a related row's
+ * id (a number that is none, or not a whole number, names no row: null), and the condition `where` on
+ * `rows` the related row holds (the read rule), as RelatedRead's.
+ */
+export interface ToOneRead {
+  name: string;
+  collection: CollectionRef;
+  field: string;
+  where?: Sql;
+}
+
+/**
  * One row of a relatedRows statement: a key, how many rows it has (at most `each`; null or 0 for none),
  * and the JSON texts of those rows in their order, joined by commas (on PostgreSQL null, beside a count
  * above 0, when they weigh more than a page may). A key without rows has no row, or one of no rows; a null

@@ -3,12 +3,21 @@
 
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
+import { EXPANDED } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
-import { type CollectionRef, type FieldOrder, type PageJson, seqOf, sortedPages, wholePage } from '../../engine/sql/pages.ts';
+import {
+  type CollectionRef,
+  type FieldOrder,
+  type PageJson,
+  seqOf,
+  sortedPages,
+  type ToOnesJson,
+  wholePage,
+} from '../../engine/sql/pages.ts';
 import { firstKeys, ROW_START, relatedRowSql, rowJsonPast, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
-import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
+import { type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 
@@ -99,6 +108,40 @@ export function rowsWhereSql(condition: string): string {
  */
 export const orderedPage: PageSource['orderedPage'] = (collection, page, where, scores) =>
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
+
+/**
+ * A page sorted whole, each row with the rows of its to-one relations set in (PageSource.pageWithToOnes):
+ * each relation's field read beside the row as `j<index>` (as a number only: a related row's id), and
+ * each row's text made of its own without its closing brace, then its member EXPANDED, each relation's
+ * row read by a scalar subquery of that field (PAST_BRACE's blob, cut a byte short at its end too). Read
+ * where the page's rows are joined, so that no row past the page's limit looks its related rows up.
+ * `held` counts the rows holding a stored field named EXPANDED, looked up in the row's JSON as SQLite
+ * parsed it for the relation fields (it keeps a statement's parses), not by a search of its text: such a
+ * field would be answered beside the expansions, so such a page is for its expansions to be read apart.
+ */
+export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collection, page, toOnes) =>
+  wholePage(pageJson, byField, collection, page, undefined, undefined, toOnesJson(toOnes, page.now));
+
+function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
+  let columns = '';
+  const keys: string[] = [];
+  toOnes.forEach((toOne, index) => {
+    const { type, value, key } = field(toOne.field);
+    columns += `, (case when ${type} in ('integer', 'real') then ${value} end) as j${index}`;
+    keys.push(key, key);
+  });
+  const members = toOnes.map(
+    ({ name, collection, where }, index) => sql`${`${JSON.stringify(name)}:`} || coalesce((select ${raw(rowJsonSql)} from rows
+        where rows.collection_id = ${collection.id} and rows.id = r.j${raw(String(index))} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}), 'null')`,
+  );
+  const own = `case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end`;
+  const row = sql`id || ${raw(own)} || '${raw(`,"${EXPANDED}":{`)}' || ${joinSql(members, " || ',' || ")} || '}}'`;
+  return {
+    columns: { sql: columns, params: keys },
+    rows: sql`'${raw(ROW_START)}' || group_concat(${row}, '${raw(`,${ROW_START}`)}')`,
+    held: raw(`sum(json_type(data, '$."${EXPANDED}"') is not null)`),
+  };
+}
 
 /**
  * A page's rows and a scored page's scores joined as they come, in order (pageJsonSql): each score as
