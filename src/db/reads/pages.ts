@@ -76,9 +76,7 @@ export async function readPage(source: PageSource, accountId: number, collection
   const { sql, params } = source.orderedPage(byName(accountId, collection), page);
   // By id, the primary key's order; by a field without a sort index, a sort of the whole collection.
   const [part] = await source.read<PagePart>(sql, params, key.field === 'id' ? 'scan' : 'sort');
-  const { json, n, seq } = joinParts([part]);
-  if (seq === null) throw collectionNotFound(collection);
-  return { json, n, seq };
+  return wholeAnswer(part, collection, page);
 }
 
 /**
@@ -99,6 +97,11 @@ export async function readPageWithToOnes(
   // A count reads the whole collection, as a page sorted whole does.
   const [part] = await source.read<PagePart>(sql, params, page.count ? 'sort' : 'scan');
   if (Number(part.held) > 0) return undefined;
+  return wholeAnswer(part, collection, page);
+}
+
+/** The answer of a page sorted whole from its statement's one row (with its total when counted); 404 when the collection does not exist. */
+function wholeAnswer(part: PagePart, collection: string, page: LivePage): RowsPage {
   const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
   return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
@@ -287,12 +290,8 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
   // A page by id after a place is a range of the primary key: an index read, not timed.
   const byIdOrder = page.order.length === 1 && page.order[0].field === 'id' && !page.count;
   const [part] = await source.read<PagePart>(text, params, where ? 'once' : byIdOrder ? 'scan' : 'sort');
-  const { json, n, seq } = joinParts([part]);
-  if (seq === null) {
-    if (index !== undefined) return undefined;
-    throw collectionNotFound(collection);
-  }
-  return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
+  if (part.seq === null && index !== undefined) return undefined;
+  return wholeAnswer(part, collection, page);
 }
 
 /**

@@ -116,14 +116,15 @@ async function expandedAlone(
 }
 
 /**
- * The to-one relations a page's own statement reads (PageSource.pageWithToOnes): of a page in the order
- * of its ids, unfiltered, whose every expansion is a to-one read as it is stored (no hidden fields to
- * mask, no `select`, no nested expansion). Undefined for any other page: its expansions are read apart.
+ * The to-one relations a page's own statement reads (PageSource.pageWithToOnes, where the dialect has it:
+ * readPageWithToOnes): of a page in the order of its ids, unfiltered, whose every expansion is a to-one
+ * read as it is stored (no hidden fields to mask, no `select`, no nested expansion). Undefined for any
+ * other page: its expansions are read apart.
  */
 function toOnesInPage(source: PageSource, accountId: number, page: LivePage, expansions: readonly Expansion[]): ToOneRead[] | undefined {
   const [key] = page.order;
   const byIds = page.order.length === 1 && key.field === 'id' && !key.related;
-  if (!source.pageWithToOnes || !byIds || page.filter || page.versions) return undefined;
+  if (!byIds || page.filter || page.versions) return undefined;
   const asStored = ({ kind, mask, select, expand }: Expansion) => kind === 'to_one' && !mask && !select && expand.length === 0;
   if (!expansions.every(asStored)) return undefined;
   return expansions.map(({ name, collection, field, filter }) => ({
