@@ -12,6 +12,13 @@ export type AsideJob = { readDeclaration: string } | { contractDiff: unknown };
 /** How long the worker waits for its next job before it ends. */
 const IDLE_MS = 30_000;
 
+/**
+ * The worker's young generation at most, in MB: semi-spaces of 4 MB, where V8 grows them to 16 MB. A diff
+ * of 100 collections keeps little of what it allocates, and with the largest young generation the worker
+ * held some 55 MB of heap during it, on top of the server's (docs/performance.md, "The whole run's peak").
+ */
+const YOUNG_GENERATION_MB = 12;
+
 interface Held {
   worker: Worker;
   waiting: Map<number, { resolve: (answer: unknown) => void; reject: (error: Error) => void }>;
@@ -67,11 +74,13 @@ export async function aside<T>(job: AsideJob, deadlineMs?: number): Promise<T> {
  */
 function start(): Held {
   const entry = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './declarations-worker.mjs', import.meta.url);
+  const resourceLimits = { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB };
   const worker = import.meta.url.endsWith('.ts')
     ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`, {
         eval: true,
+        resourceLimits,
       })
-    : new Worker(entry);
+    : new Worker(entry, { resourceLimits });
   const started: Held = { worker, waiting: new Map() };
   held = started;
   worker.on('message', ({ id, answer, failed }: { id: number; answer?: unknown; failed?: string }) => {

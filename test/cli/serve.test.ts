@@ -107,6 +107,18 @@ describe('rowbase serve', () => {
       }
     });
 
+    it("runs with glibc's malloc arenas at 2 unless MALLOC_ARENA_MAX is set, in the process it was started as", async function () {
+      if (process.platform !== 'linux' || !('execve' in process)) this.skip(); // a Node before 22.15 runs as it is
+      const environOf = async (server: ServeProcess) => (await readFile(`/proc/${server.child.pid}/environ`, 'utf8')).split('\0');
+
+      const byDefault = await workspace.serve();
+      expect(await environOf(byDefault)).to.include('MALLOC_ARENA_MAX=2');
+      byDefault.signal('SIGTERM');
+      await byDefault.exited;
+
+      expect(await environOf(await workspace.serve({ MALLOC_ARENA_MAX: '8' }))).to.include('MALLOC_ARENA_MAX=8');
+    });
+
     it('logs a URL that reaches it when HOST is an IPv6 address', async () => {
       const server = await workspace.serve({ HOST: '::1' });
 
