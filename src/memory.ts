@@ -17,7 +17,10 @@ const LARGE_YOUNG = 8 * 1024 * 1024;
  * shrinks it only in a full collection that finds allocation slow, which an idle server never runs:
  * without this, an idle server holds 32 MB of young generation for nothing (docs/performance.md,
  * "Memory"). Under load it does nothing: the event loop is busy. A collection that did not shrink it
- * (V8 still counting the last burst) is tried again at the next idle look.
+ * (V8 still counting the last burst) is tried again at the next idle look. The collection is V8's
+ * last-resort one, which reduces memory: after an ordinary one, Node 22 and later keep the young
+ * generation's freed pages for reuse, resident (docs/performance.md, "The idle server on Node 22 and
+ * 24"); Node 20's V8 takes it for an ordinary one.
  */
 export function reduceWhileIdle(): void {
   const gc = collector();
@@ -27,7 +30,7 @@ export function reduceWhileIdle(): void {
     const idle = performance.eventLoopUtilization(now, last).utilization < IDLE_UTILIZATION;
     last = now;
     if (idle && youngBytes() > LARGE_YOUNG) {
-      gc();
+      gc({ type: 'major', flavor: 'last-resort' });
       last = performance.eventLoopUtilization();
     }
   }, LOOK_MS);
@@ -35,9 +38,9 @@ export function reduceWhileIdle(): void {
 }
 
 /** V8's full garbage collection of this thread's heap, exposed to a context made for it: the flag applies to contexts made after it. */
-export function collector(): () => void {
+export function collector(): (options?: { type: 'major'; flavor: 'last-resort' }) => void {
   setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
+  const gc = runInNewContext('gc') as (options?: { type: 'major'; flavor: 'last-resort' }) => void;
   setFlagsFromString('--no-expose-gc');
   return gc;
 }
