@@ -10,7 +10,7 @@ import { instantOf } from './date-time.ts';
 import type { KeyInfo, NewKey } from './db/accounts/keys.ts';
 import { KeyError } from './errors.ts';
 import { createLogger } from './log.ts';
-import { reduceWhileIdle } from './memory.ts';
+import { reduceWhileIdle, unoptimized } from './memory.ts';
 import { root } from './root.ts';
 import { type Period, periods } from './usage/periods.ts';
 
@@ -37,8 +37,7 @@ const commands: Record<string, Command | (() => Promise<Command>)> = {
       const config = configFromEnv();
       const log = createLogger(config.logLevel);
       // Only `serve` loads the server (Koa, the validators, the feed): the other commands start sooner.
-      const { startServer } = await import('./server.ts');
-      const running = await startServer(config, log);
+      const running = await unoptimized(async () => (await import('./server.ts')).startServer(config, log));
       reduceWhileIdle();
       log.info({ url: running.url }, 'rowbase is listening');
       const stop = async (signal: string) => {

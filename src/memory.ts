@@ -37,6 +37,28 @@ export function reduceWhileIdle(): void {
   timer.unref();
 }
 
+/**
+ * `start` run with V8's optimizing compiler (TurboFan) off, then on again. While the server loads, Node (22
+ * and later) reads each CommonJS package the bundle imports with a lexer written in JavaScript
+ * (cjs-module-lexer, for the package's named exports), which runs hot enough for TurboFan to compile it
+ * several times over: the compiler's pages of Node's binary and the memory it worked in stay resident
+ * for the server's life, some 10 MB that an idle server held for nothing (docs/performance.md, "The idle
+ * server on Node 22 and 24"). The rest of the start runs as well without it. Left alone when the
+ * operator chose V8's tiers (`--jitless`, `--no-opt`, `--no-turbofan`).
+ */
+export async function unoptimized<T>(start: () => Promise<T>): Promise<T> {
+  const chosen = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((arg) =>
+    /^--(jitless|no-opt|no-turbofan|turbofan|opt)$/.test(arg),
+  );
+  if (chosen) return start();
+  setFlagsFromString('--no-turbofan');
+  try {
+    return await start();
+  } finally {
+    setFlagsFromString('--turbofan');
+  }
+}
+
 /** V8's full garbage collection of this thread's heap, exposed to a context made for it: the flag applies to contexts made after it. */
 export function collector(): (options?: { type: 'major'; flavor: 'last-resort' }) => void {
   setFlagsFromString('--expose-gc');
