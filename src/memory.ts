@@ -38,8 +38,8 @@ export function reduceWhileIdle(): void {
 }
 
 /**
- * `start` run with V8's optimizing compiler (TurboFan) off, then on again. While the server loads, Node (22
- * and later) reads each CommonJS package the bundle imports with a lexer written in JavaScript
+ * `start` run with V8's optimizing compiler (TurboFan) off, then on again. While the server loads, Node
+ * reads each CommonJS package the bundle imports with a lexer written in JavaScript
  * (cjs-module-lexer, for the package's named exports), which runs hot enough for TurboFan to compile it
  * several times over: the compiler's pages of Node's binary and the memory it worked in stay resident
  * for the server's life, some 10 MB that an idle server held for nothing (docs/performance.md, "The idle
