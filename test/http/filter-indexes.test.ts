@@ -9,6 +9,7 @@ import { matches } from '../../src/query/evaluate.ts';
 import { parseFilter } from '../../src/query/filter.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
+import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { type OrderKey, sortRows } from '../support/order.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -240,5 +241,38 @@ describeEachBackend('pages walked through the order’s index for a large range'
     expect((await client.post('/v1/collections/owned/rows', grown)).status).to.equal(201);
     expect(await page('b')).to.deep.equal([209, 208, 207]);
     expect(await page('a')).to.deep.equal([9, 8]);
+  });
+  it('walks each end user’s pages under their own rule, and under the rules of the moment', async () => {
+    // The walk's statement is written once a grant's rule object and kept (pages.ts, walkStatement): two
+    // users' rules, two versions of the rules, and a rule changed between one user's pages never share one.
+    await client.post('/v1/collections', { name: 'mine' });
+    const rules = (read: object) => client.put('/v1/collections/mine/rules', { read, create: true, update: true, delete: true });
+    expect((await rules({ owner: { $auth: 'sub' } })).status).to.equal(200);
+    const seeded = Array.from({ length: 24 }, (_, n) => ({ owner: n % 2 === 0 ? 'ada' : 'bob', n, kind: n % 4 < 2 ? 'a' : 'b' }));
+    expect((await client.post('/v1/collections/mine/rows', seeded)).status).to.equal(201);
+    expect((await client.get('/v1/collections/mine/rows?order_by=n')).status).to.equal(200);
+    expect((await client.get(`/v1/collections/mine/rows?filter=${encodeURIComponent('{"owner":"ada"}')}`)).status).to.equal(200);
+    const sorted = JSON.parse((await server.store.knex('collections').where({ name: 'mine' }).first('sorted')).sorted) as string[];
+    expect(sorted).to.have.members(['n', 'owner']);
+    const key = await appKey(client);
+    const [ada, bob] = [new EndUser(server.url, key, await tokenOf('ada')), new EndUser(server.url, key, await tokenOf('bob'))];
+    const page = async (user: EndUser, order: 'asc' | 'desc', offset = 0) => {
+      const response = await user.get<Row[]>(`/v1/collections/mine/rows?order_by=n&order=${order}&limit=3&offset=${offset}`);
+      expect(response.status, response.text).to.equal(200);
+      return response.body.map((row) => row.n);
+    };
+    for (let round = 0; round < 2; round++) {
+      expect(await page(ada, 'asc')).to.deep.equal([0, 2, 4]);
+      expect(await page(bob, 'asc')).to.deep.equal([1, 3, 5]);
+      expect(await page(ada, 'desc', 3)).to.deep.equal([16, 14, 12]);
+      expect(await page(bob, 'desc')).to.deep.equal([23, 21, 19]);
+    }
+    // A second version of the rules, between one user's pages: its own rule, never the first's.
+    expect((await rules({ owner: { $auth: 'sub' }, kind: 'a' })).status).to.equal(200);
+    expect(await page(ada, 'asc')).to.deep.equal([0, 4, 8]);
+    expect(await page(bob, 'desc')).to.deep.equal([21, 17, 13]);
+    expect((await rules({ owner: { $auth: 'sub' } })).status).to.equal(200);
+    expect(await page(ada, 'asc')).to.deep.equal([0, 2, 4]);
+    expect(await page(bob, 'desc')).to.deep.equal([23, 21, 19]);
   });
 });

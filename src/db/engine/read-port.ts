@@ -52,9 +52,9 @@ export interface PageSource extends SortedPages {
   keyBoundsSql(bounds: KeyBounds): Sql;
   /**
    * A page of the rows that live at `now` and `filter` keeps among those of `keys`, in their order, from
-   * `offset`, at most `limit`; its one row is a PagePart.
+   * `offset`, at most `limit`; its one row is a PagePart. Each number may be a template's hole (template.ts).
    */
-  filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number, offset: number, now: number): Statement;
+  filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number | Sql, offset: number | Sql, now: number | Sql): Statement;
   /** The rows related to a page's, for one relation of the whole page (../reads/expand.ts); its rows are RelatedPart. */
   relatedRows(read: RelatedRead): Statement;
   /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */

@@ -13,7 +13,7 @@ import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { byId, byName, type CollectionRef, type KeyRange, type LivePage, withinIndex } from '../engine/sql/pages.ts';
 import { collectionSql, keyCountUpToSql, presentCountSql } from '../engine/sql/reads.ts';
 import type { ToOneRead } from '../engine/sql/related.ts';
-import { raw, type Sql } from '../engine/sql/template.ts';
+import { raw, type Sql, type Template, template } from '../engine/sql/template.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { type IndexedField, indexedFields, oneValue } from './filter-indexes.ts';
@@ -218,17 +218,50 @@ async function walkedPage(
   if (slot < 0 || !plain || !page.filter) return undefined;
   const large = source.sortIndexes.minRows;
   if (!(await isLarge(source, id, index, large))) return undefined;
-  // Descending, the rows missing the field come after the others (KeyRange).
-  const present = raw(key.direction === 'asc' ? 'true' : `rank < 5`);
-  const filter = source.filterSql(page.filter);
+  const statement = walkStatement(source, page.filter, key.direction, guard);
   const scan = Math.max(large, page.offset + page.limit);
-  const keys = { collectionId: id, slot, order: key.direction, bounds: present, scan, guard };
-  const statement = source.filteredSortedPage(keys, filter, page.limit, page.offset, page.now);
+  const params = statement.bind({ collectionId: id, slot, scan, limit: page.limit, offset: page.offset, now: page.now });
   // Bounded by the keys it reads, as an indexed page is: not a timed read.
-  const [part] = await source.read<PagePart>(statement.sql, statement.params, 'scan');
+  const [part] = await source.read<PagePart>(statement.sql, params, 'scan');
   const read = joinParts([part]);
   if (read.seq === null || !read.exact || read.n < page.limit) return undefined;
   return { json: read.json, n: read.n, seq: read.seq };
+}
+
+/** What a walk's statement binds anew for each page (walkStatement()). */
+const WALK_HOLES = ['collectionId', 'slot', 'scan', 'limit', 'offset', 'now'] as const;
+type Walk = Template<(typeof WALK_HOLES)[number]>;
+
+/**
+ * The walks' statements written, by the filter they test, then by source and order. A grant's rule is one
+ * filter object for every page of one token under one version of the rules (Grant.scope, src/handlers/
+ * grants.ts), so those pages share one text, which the statements' caches (sqlite/writer.ts,
+ * postgres/statements.ts) find without writing or hashing it again. A filter's SQL is its own alone
+ * (filterSql), and the rest of the text is the order's: a page's own values are the holes' bindings.
+ */
+const walks = new WeakMap<Filter, { source: PageSource; order: Direction; statement: Walk }[]>();
+
+/** The statement of walkedPage() for `filter` in `order`, under `guard`: written once a filter and order, but for a guard. */
+function walkStatement(source: PageSource, filter: Filter, order: Direction, guard: Sql | undefined): Walk {
+  const write = () =>
+    template(WALK_HOLES, (hole) => {
+      // Descending, the rows missing the field come after the others (KeyRange).
+      const present = raw(order === 'asc' ? 'true' : 'rank < 5');
+      const keys = { collectionId: hole.collectionId, slot: hole.slot, order, bounds: present, scan: hole.scan, guard };
+      return source.filteredSortedPage(keys, source.filterSql(filter), hole.limit, hole.offset, hole.now);
+    });
+  // A guard is one request's (guardedPage): its statement is for that page alone.
+  if (guard) return write();
+  let written = walks.get(filter);
+  if (!written) {
+    written = [];
+    walks.set(filter, written);
+  }
+  const found = written.find((each) => each.source === source && each.order === order);
+  if (found) return found.statement;
+  const statement = write();
+  written.push({ source, order, statement });
+  return statement;
 }
 
 /**

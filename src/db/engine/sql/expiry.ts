@@ -28,8 +28,9 @@ export const restrictingRelationSql = `select r.name, s.name as source_name from
  */
 export const liveRowText = (r: string, now = '?') => `(${r}.expires_at is null or ${r}.expires_at > ${now})`;
 
-/** liveRowText() with `now` (ms since the epoch) bound. */
-export const liveRowSql = (r: string, now: number): Sql => ({ sql: liveRowText(r), params: [now] });
+/** liveRowText() with `now` (ms since the epoch) bound, or a template's hole for it. */
+export const liveRowSql = (r: string, now: number | Sql): Sql =>
+  typeof now === 'number' ? { sql: liveRowText(r), params: [now] } : { sql: liveRowText(r, now.sql), params: now.params };
 
 /**
  * Whether a key of `sort_keys` (its `row_id`) of the collection `collectionId` (SQL of its id) is of a

@@ -71,7 +71,7 @@ export const byName = (accountId: number, name: string): CollectionRef => ({
 export const byId = (id: number, guard?: Sql): CollectionRef => ({ id: sql`${id}`, lastSeq: seqOf(id, guard) });
 
 /** The latest event seq of the collection `id`, null when it is gone or its row does not meet `guard` (byId). */
-export const seqOf = (id: number, guard?: Sql): Sql =>
+export const seqOf = (id: number | Sql, guard?: Sql): Sql =>
   guard ? sql`(select last_seq from collections where id = ${id} and ${guard})` : sql`(select last_seq from collections where id = ${id})`;
 
 /** One column of a page's order beside the place's value of it (afterPlace()). */

@@ -59,11 +59,12 @@ export const keyCountUpToSql = (collectionId: number, slot: number, bounds: Sql,
  * `scan` only when given.
  */
 export interface KeysWithin {
-  collectionId: number;
-  slot: number;
+  /** The collection's id, the slot and the scan: numbers, or a template's holes for them (template.ts). */
+  collectionId: number | Sql;
+  slot: number | Sql;
   order: Direction;
   bounds: Sql;
-  scan?: number;
+  scan?: number | Sql;
   /** A condition on the collection's row the page is read under: when it does not hold, the page's seq is null (pages.ts, byId). */
   guard?: Sql;
 }

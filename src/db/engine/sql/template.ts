@@ -24,6 +24,42 @@ export function sql(strings: TemplateStringsArray, ...values: (Sql | SqlValue)[]
   return { sql: text, params };
 }
 
+/** A statement whose text is written once (template()), its bindings made anew at each use. */
+export interface Template<K extends string> {
+  sql: string;
+  /** The statement's bindings, each hole's from `values`, the others as the text was written with. */
+  bind(values: Record<K, SqlValue>): SqlValue[];
+}
+
+/**
+ * A statement written once by `make`, with a hole for each of `names`: an Sql of one binding, placed as
+ * any other value is. One text serves every use, and `bind` fills the holes: the values that change from
+ * one use to the next are bindings, as every value is, never text.
+ */
+export function template<K extends string>(names: readonly K[], make: (holes: Record<K, Sql>) => Sql): Template<K> {
+  // Each hole's binding is an object of its own, found again by identity in the statement's bindings.
+  const marks = new Map<unknown, K>();
+  const holes = {} as Record<K, Sql>;
+  for (const name of names) {
+    const mark = { hole: name };
+    marks.set(mark, name);
+    holes[name] = { sql: '?', params: [mark as unknown as SqlValue] };
+  }
+  const { sql: text, params } = make(holes);
+  const at = params.map((param) => marks.get(param));
+  return {
+    sql: text,
+    bind(values) {
+      const bound = params.slice();
+      for (let index = 0; index < at.length; index++) {
+        const name = at[index];
+        if (name !== undefined) bound[index] = values[name];
+      }
+      return bound;
+    },
+  };
+}
+
 /** SQL text the code makes (a table's alias, an operator's sign), never a client's. */
 export const raw = (text: string): Sql => ({ sql: text, params: [] });
 
