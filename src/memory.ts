@@ -59,10 +59,13 @@ export async function unoptimized<T>(start: () => Promise<T>): Promise<T> {
   }
 }
 
+/** V8's full collection, or with `last-resort` its memory-reducing one (Node 20's V8 takes it for a full one). */
+type Collect = (options?: { type: 'major'; flavor: 'last-resort' }) => void;
+
 /** V8's full garbage collection of this thread's heap, exposed to a context made for it: the flag applies to contexts made after it. */
-export function collector(): (options?: { type: 'major'; flavor: 'last-resort' }) => void {
+export function collector(): Collect {
   setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as (options?: { type: 'major'; flavor: 'last-resort' }) => void;
+  const gc = runInNewContext('gc') as Collect;
   setFlagsFromString('--no-expose-gc');
   return gc;
 }

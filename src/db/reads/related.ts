@@ -116,12 +116,13 @@ async function expandedAlone(
 }
 
 /**
- * The to-one relations a page's own statement reads (PageSource.pageWithToOnes, where the dialect has it:
- * readPageWithToOnes): of a page in the order of its ids, unfiltered, whose every expansion is a to-one
- * read as it is stored (no hidden fields to mask, no `select`, no nested expansion). Undefined for any
- * other page: its expansions are read apart.
+ * The to-one relations a page's own statement reads (PageSource.pageWithToOnes, readPageWithToOnes): of a
+ * page in the order of its ids, unfiltered, whose every expansion is a to-one read as it is stored (no
+ * hidden fields to mask, no `select`, no nested expansion). Undefined for any other page, and in a dialect
+ * without that statement: its expansions are read apart.
  */
 function toOnesInPage(source: PageSource, accountId: number, page: LivePage, expansions: readonly Expansion[]): ToOneRead[] | undefined {
+  if (!source.pageWithToOnes) return undefined;
   const [key] = page.order;
   const byIds = page.order.length === 1 && key.field === 'id' && !key.related;
   if (!byIds || page.filter || page.versions) return undefined;
