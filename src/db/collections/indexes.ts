@@ -11,7 +11,7 @@
 import { ApiError, collectionNotFound, conflict, notFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, Read, WriteTx } from '../engine/dialect.ts';
-import { dropUniqueKeysSql, keyHoldersSql, setUniquesSql } from '../engine/sql/collections.ts';
+import { dropUniqueKeysSql, setUniquesSql } from '../engine/sql/collections.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { dropSearchIndex, makeSearchIndex } from '../search/indexes.ts';
@@ -202,9 +202,8 @@ export async function rowsHolding(
 ): Promise<number[]> {
   // The values as a row's text holding them, keyed as the row's own text is.
   const text = JSON.stringify(Object.fromEntries(index.fields.map((field, place) => [field, values[place]])));
-  const sql = keyHoldersSql(db.uniqueKeySql.key('?', '?'));
   const params = [collectionId, index.id, text, JSON.stringify(index.fields), except, limit];
-  return (await read<{ id: number | string }>(sql, params)).map((row) => Number(row.id));
+  return (await read<{ id: number | string }>(db.uniqueKeySql.holders, params)).map((row) => Number(row.id));
 }
 
 /**
