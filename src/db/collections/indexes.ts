@@ -1,6 +1,7 @@
 // Declared indexes of a collection (openapi.yaml, createIndex): each a row of collection_indexes. A unique
 // index keeps a key of each row of its collection in `unique_keys` (the dialect's UniqueKeySql: its
-// fields' values as one text, null when one is missing or null), which one index of the database, made
+// fields' values as one text, null when one is missing or null; on SQLite a string of an index over one
+// sorted field is its sort index's key instead: docs/development.md, "Unique indexes"), which one index of the database, made
 // once (migration 0027_unique_keys), keeps unique per index: whatever writes a row writes its keys in
 // the same statement, and of concurrent writers of one value exactly one wins; a row's keys are deleted
 // with it (SQLite: a foreign key; PostgreSQL: a statement trigger of `rows`, migration 0029). A collection's unique
