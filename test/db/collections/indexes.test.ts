@@ -53,6 +53,37 @@ describeEachBackend('unique indexes', (backend) => {
     expect(await keysOf('people')).to.deep.equal([]);
   });
 
+  it("keeps its values unique before and after its field's sort index is made, the strings then its keys on SQLite no more", async () => {
+    await store.createCollection(accountId, 'sorting');
+    await store.insertRows(accountId, 'sorting', [{ email: 'a' }, { email: 1 }]);
+    await store.createIndex(accountId, 'sorting', ['email'], true);
+    const holderOf = async (email: unknown) => {
+      try {
+        await store.insertRows(accountId, 'sorting', [{ email }]);
+      } catch (error) {
+        return (error as ApiError).options.existing_id;
+      }
+      return undefined;
+    };
+    expect(await keysOf('sorting')).to.deep.equal([
+      [1, true],
+      [2, true],
+    ]);
+    expect([await holderOf('a'), await holderOf(1)]).to.deep.equal([1, 2]);
+    // The sort index of the field, listed: on SQLite it keeps the strings from now on.
+    await store.sortBy(accountId, 'sorting', 'email');
+    expect(await keysOf('sorting')).to.deep.equal(
+      backend === 'sqlite'
+        ? [[2, true]]
+        : [
+            [1, true],
+            [2, true],
+          ],
+    );
+    expect([await holderOf('a'), await holderOf(1.0), await holderOf('b')]).to.deep.equal([1, 2, undefined]);
+    expect(await holderOf('b')).to.equal(3);
+  });
+
   it("refuses an import whose rows repeat a value among themselves or a stored row's, naming the holder: nothing imported", async () => {
     await store.createCollection(accountId, 'imported');
     await store.createIndex(accountId, 'imported', ['email'], true);
