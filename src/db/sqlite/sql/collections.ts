@@ -58,7 +58,7 @@ const uniqueKey = (data: string, fields: string) => `(select case when count(v) 
  * json_each(`c`.uniques), `c` its collection's row) when they are strings: its field's, when the index is
  * over one field and the collection has a sort index of it (listed in `sorted`, so complete: ../sort-indexes.ts);
  * else null. Such a value is no key of `unique_keys`: the sort index holds it already (`str`, the string
- * whole), and a write checks it there (stringsTaken()), one random B-tree a row where the two were two
+ * whole), and a write checks it there (stringsTaken()), one random B-tree a row where there were two
  * (docs/performance.md). Numbers (1 and 1.0 are one sort key but two keys), booleans, objects and the
  * indexes of several fields keep their keys.
  */
