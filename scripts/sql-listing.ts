@@ -248,10 +248,13 @@ function sqliteListing(): Listing {
     ['dropTouchedKeysSql', sqlite.dropTouchedKeysSql],
     ['oldestEventSql', sqlite.oldestEventSql],
     ['importRowsSql', sqlite.importRowsSql],
+    ['uniqueKeySql.fill', sqlite.uniqueKeySql.fill],
+    ['uniqueKeySql.holders', sqlite.uniqueKeySql.holders],
+    ['dropStringKeysSql', sqlite.dropStringKeysSql],
     ...searchListing(sqliteSearchSql),
     ...sqlite.knexTablesSql.map((sql, index): [string, string] => [`knexTablesSql[${index}]`, sql]),
     // The writer's views and triggers, made when its connection opens: one statement each.
-    ...sqlite.sqliteProcedures
+    ...(sqlite.sqliteProcedures + sqlite.uniqueFillsProcedure)
       .split(/;\s*(?=create temp )/)
       .map((statement): [string, string] => [`writer setup: ${/create temp \w+ if not exists (\w+)/.exec(statement)?.[1]}`, statement]),
   ];
@@ -280,6 +283,8 @@ function postgresListing(): Listing {
     ['keysSql(rows by id range)', postgres.keysSql('n').sql],
     ['keysSql(rows listed by id, replacing their keys)', postgres.keysSql('n', postgres.idList, true).sql],
     ['importRowsSql', postgres.importRowsSql],
+    ['uniqueKeySql.fill', postgres.uniqueKeySql.fill],
+    ['uniqueKeySql.holders', postgres.uniqueKeySql.holders],
   ];
 }
 

@@ -1020,3 +1020,21 @@ select c.id, t.id, t.data, f.first + t.n - 1, rowbase_expiry_of(t.data, c.ttl_fi
   from (select ?::integer as collection_id, ?::bigint as first) f
     join collections c on c.id = f.collection_id,
     unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n);
+
+-- uniqueKeySql.fill
+insert into unique_keys (collection_id, row_id, index_id, key)
+select collection_id, id, ?::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+  then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+    from (select (data)::text as t offset 0) stored offset 0) keyed,
+  jsonb_array_elements_text((?::text)::jsonb) with ordinality as x(f, n)) from rows where collection_id = ? and id between ? and ?;
+
+-- uniqueKeySql.holders
+select row_id as id from unique_keys
+where collection_id = ? and index_id = ? and key = (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))
+    then md5(jsonb_agg(d -> x.f order by x.n)::text) end
+  from (select case when strpos(t, '\') = 0 and strpos(t, chr(55295)) = 0 then t::jsonb else regexp_replace(replace(replace(replace(replace(t, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as d
+      from (select (?)::text as t offset 0) stored offset 0) keyed,
+    jsonb_array_elements_text((?)::jsonb) with ordinality as x(f, n)) and row_id <> ? order by row_id limit ?;

@@ -916,6 +916,27 @@ then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(j.value ->> 1, '$.' || c.ttl_field) as v limit 1 offset 0)) end
   from collections c, json_each(?3) j where c.id = ?1;
 
+-- uniqueKeySql.fill
+insert into unique_fills values (?1, ?2, ?3, ?4, ?5);
+
+-- uniqueKeySql.holders
+with p (collection_id, index_id, text, fields, but, most) as (values (?, ?, ?, ?, ?, ?))
+select id from (
+  select k.row_id as id from p cross join unique_keys k
+    where k.collection_id = p.collection_id and k.index_id = p.index_id and k.key = (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(p.text -> ('$.' || f.value), 'null') as v from json_each(p.fields) f)) and k.row_id <> p.but
+  union all
+  select k.row_id from p cross join collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = p.collection_id and u.value ->> 0 = p.index_id and json_type(p.text, '$.' || (p.fields ->> 0)) = 'text'
+      and k.collection_id = c.id and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and k.rank = 2 and k.num is null
+      and k.str = p.text ->> ('$.' || (p.fields ->> 0)) and k.row_id <> p.but)
+order by id limit (select most from p);
+
+-- dropStringKeysSql
+delete from unique_keys where collection_id = ?1 and json_type(key, '$[0]') = 'text'
+and exists (select 1 from collections c, json_each(c.uniques) u where c.id = unique_keys.collection_id and u.value ->> 0 = unique_keys.index_id
+  and json_array_length(u.value, '$[1]') = 1 and u.value ->> '$[1][0]' = ?2);
+
 -- searchSql.put
 insert into search_rows (collection_id, row_id, words) select ?, value ->> 0, value ->> 1 from json_each(?)
 where true on conflict (collection_id, row_id) do update set words = excluded.words;
@@ -970,11 +991,16 @@ from (select json_extract(t.value, '$.' || c.ttl_field) as v limit 1 offset 0)) 
     from collections c, json_each(c.sorted) f, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
     and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id);
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id > c.last_row_id - new.n and +k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
   select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
   from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
     from collections c, json_each(c.uniques) u, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
-    and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r where c.id = new.collection_id;
+    and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r where c.id = new.collection_id and not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2);
   insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
     select new.account_id, o.value ->> 0, o.value ->> 1, 201,
       case when o.value ->> 5 = 1
@@ -1013,10 +1039,16 @@ create temp trigger if not exists row_patches_0_write instead of insert on row_p
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1046,10 +1078,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1079,10 +1117,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1112,10 +1156,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1145,10 +1195,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1178,10 +1234,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1211,10 +1273,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1244,10 +1312,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1277,10 +1351,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1310,10 +1390,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1343,10 +1429,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1376,10 +1468,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1409,10 +1507,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1442,10 +1546,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1475,10 +1585,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1508,10 +1624,16 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
 end;
 
@@ -1541,9 +1663,33 @@ from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fi
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
   insert into unique_keys (collection_id, row_id, index_id, key)
-  select c.id, r.id, u.value ->> 0, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
-  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f))
-    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id
+  select c.id, r.id, u.value ->> 0, case when exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2) then null else (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(u.value -> 1) f)) end
+    from collections c, json_each(c.uniques) u, (select r.id, r.data from rows r where r.rowid = new.rid) r where c.id = new.collection_id and (not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2)
+      or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = r.id and e.index_id = u.value ->> 0))
   on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key;
+end;
+
+-- writer setup: unique_fills
+create temp view if not exists unique_fills (index_id, fields, collection_id, first, last) as select null, null, null, null, null where 0;
+
+-- writer setup: unique_fills_write
+create temp trigger if not exists unique_fills_write instead of insert on unique_fills begin
+  select raise(abort, 'unique value held')
+    from collections c cross join json_each(c.uniques) u cross join sort_keys k
+    where c.id = new.collection_id and k.collection_id = c.id and k.row_id between new.first and new.last and u.value ->> 0 = new.index_id and +k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
+      and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+        and o.num is null and o.str = k.str and o.row_id <> k.row_id);
+  insert into unique_keys (collection_id, row_id, index_id, key)
+    select c.id, r.id, new.index_id, (select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
+  from (select nullif(r.data -> ('$.' || f.value), 'null') as v from json_each(new.fields) f))
+    from collections c, json_each(c.uniques) u, rows r
+    where c.id = new.collection_id and u.value ->> 0 = new.index_id and r.collection_id = c.id and r.id between new.first and new.last
+      and not exists (select 1 from sort_keys h where h.collection_id = c.id and h.row_id = r.id and h.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +h.rank = 2);
 end;;

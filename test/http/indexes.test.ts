@@ -136,6 +136,60 @@ describeEachBackend('indexes', (backend) => {
       expect(refused.body.fields).to.deep.equal(['first', 'last']);
     });
 
+    it('names the row holding a value to an upsert by another index and to a batch, and lets a row keep its own', async () => {
+      const name = await collectionWith([{ email: 'a', handle: 'ha' }], { fields: ['email'], unique: true });
+      expect((await client.post(`/v1/collections/${name}/indexes`, { fields: ['handle'], unique: true })).status).to.equal(201);
+      const upsert = await client.post<Problem>(`/v1/collections/${name}/rows?on_conflict=handle`, [{ handle: 'hb', email: 'a' }]);
+      expect(upsert.status).to.equal(409);
+      expect(upsert.body).to.deep.include({ code: 'unique_violation', fields: ['email'], existing_id: 1 });
+      const batch = await client.post<Problem>('/v1/batch', {
+        operations: [
+          { op: 'insert', collection: name, rows: [{ email: 'b' }] },
+          { op: 'update', collection: name, id: 1, patch: { handle: 'ha', email: 'a' } },
+          { op: 'insert', collection: name, rows: [{ email: 'c', handle: 'ha' }] },
+        ],
+      });
+      expect(batch.status).to.equal(409);
+      expect(batch.body).to.deep.include({ code: 'unique_violation', fields: ['handle'], existing_id: 1 });
+      expect((await rowsOf(name)).map((row) => row.email)).to.deep.equal(['a']);
+      // The upsert by the row's own values patches it.
+      const own = await client.post<Row[]>(`/v1/collections/${name}/rows?on_conflict=handle`, [{ handle: 'ha', email: 'a', n: 1 }]);
+      expect(own.body).to.deep.equal([{ id: 1, email: 'a', handle: 'ha', n: 1 }]);
+    });
+
+    it('keeps strings unique where the field had a sort index before its unique index, and refuses one over duplicates', async () => {
+      // An index of two fields makes a sort index of each: the unique index of `email` is declared over a sorted field.
+      const repeated = await collectionWith(
+        [
+          { email: 'a', x: 1 },
+          { email: 'b', x: 2 },
+          { email: 'a', x: 3 },
+        ],
+        { fields: ['email', 'x'] },
+      );
+      const refused = await client.post<Problem>(`/v1/collections/${repeated}/indexes`, { fields: ['email'], unique: true });
+      expect(refused.status).to.equal(409);
+      expect(refused.body).to.deep.include({ code: 'unique_conflict', duplicates: [{ values: ['a'], ids: [1, 3] }] });
+      const name = await collectionWith([{ email: 'a', x: 1 }, { email: 1, x: 2 }, { x: 3 }], { fields: ['email', 'x'] });
+      expect((await client.post(`/v1/collections/${name}/indexes`, { fields: ['email'], unique: true })).status).to.equal(201);
+      for (const [email, holder] of [
+        ['a', 1],
+        [1.0, 2],
+      ] as const) {
+        const insert = await client.post<Problem>(`/v1/collections/${name}/rows`, [{ email }]);
+        expect(insert.body, String(email)).to.include({ code: 'unique_violation', existing_id: holder });
+        const patch = await client.patch<Problem>(`/v1/collections/${name}/rows/3`, { email });
+        expect(patch.body, String(email)).to.include({ code: 'unique_violation', existing_id: holder });
+      }
+      // A row that moves from a number to a string and back frees each value it leaves.
+      expect((await client.patch(`/v1/collections/${name}/rows/2`, { email: 'b' })).status).to.equal(200);
+      expect((await client.post(`/v1/collections/${name}/rows`, [{ email: 1 }])).status).to.equal(201);
+      expect((await client.patch(`/v1/collections/${name}/rows/2`, { email: 2 })).status).to.equal(200);
+      expect((await client.post(`/v1/collections/${name}/rows`, [{ email: 'b' }])).status).to.equal(201);
+      const taken = await client.patch<Problem>(`/v1/collections/${name}/rows/3`, { email: 'b' });
+      expect(taken.body).to.include({ code: 'unique_violation', existing_id: 5 });
+    });
+
     it('refuses a PATCH, and a PATCH by filter, that would repeat values: nothing written', async () => {
       const name = await collectionWith([{ email: 'a' }, { email: 'b' }, { email: 'c' }], { fields: ['email'], unique: true });
       const before = await seqOf(name);

@@ -1,6 +1,7 @@
 // Declared indexes of a collection (openapi.yaml, createIndex): each a row of collection_indexes. A unique
 // index keeps a key of each row of its collection in `unique_keys` (the dialect's UniqueKeySql: its
-// fields' values as one text, null when one is missing or null), which one index of the database, made
+// fields' values as one text, null when one is missing or null; on SQLite a string of an index over one
+// sorted field is its sort index's key instead: docs/development.md, "Unique indexes"), which one index of the database, made
 // once (migration 0027_unique_keys), keeps unique per index: whatever writes a row writes its keys in
 // the same statement, and of concurrent writers of one value exactly one wins; a row's keys are deleted
 // with it (SQLite: a foreign key; PostgreSQL: a statement trigger of `rows`, migration 0029). A collection's unique
@@ -11,7 +12,7 @@
 import { ApiError, collectionNotFound, conflict, notFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, Read, WriteTx } from '../engine/dialect.ts';
-import { dropUniqueKeysSql, keyHoldersSql, setUniquesSql } from '../engine/sql/collections.ts';
+import { dropUniqueKeysSql, setUniquesSql } from '../engine/sql/collections.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { dropSearchIndex, makeSearchIndex } from '../search/indexes.ts';
@@ -202,9 +203,8 @@ export async function rowsHolding(
 ): Promise<number[]> {
   // The values as a row's text holding them, keyed as the row's own text is.
   const text = JSON.stringify(Object.fromEntries(index.fields.map((field, place) => [field, values[place]])));
-  const sql = keyHoldersSql(db.uniqueKeySql.key('?', '?'));
   const params = [collectionId, index.id, text, JSON.stringify(index.fields), except, limit];
-  return (await read<{ id: number | string }>(sql, params)).map((row) => Number(row.id));
+  return (await read<{ id: number | string }>(db.uniqueKeySql.holders, params)).map((row) => Number(row.id));
 }
 
 /**

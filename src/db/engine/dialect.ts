@@ -259,6 +259,12 @@ export interface UniqueKeySql {
    * JSON array of names), `?` the collection's id, then `?` and `?` the first and last ids of the rows.
    */
   fill: string;
+  /**
+   * The ids of up to `?` (the sixth) rows of the collection `?` whose key of the unique index `?` is that of
+   * the row text `?` for the fields `?` (a JSON array of names), but the row `?` (0 for none), by id: where
+   * the dialect keeps the key.
+   */
+  holders: string;
 }
 
 /**

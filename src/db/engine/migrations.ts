@@ -1,6 +1,7 @@
 // The schema, the same on both dialects but where a dialect says otherwise (DialectSchema): the type
 // of a sort key's string, the steps that only PostgreSQL's keys needed (postgres/migrations.ts), and
-// SQLite's answers of Idempotency-Keys kept without an index of their expiry (sqlite/migrations.ts).
+// SQLite's answers of Idempotency-Keys kept without an index of their expiry and its unique strings kept
+// by sort indexes (sqlite/migrations.ts).
 import type { Knex } from 'knex';
 
 type OwnStep =
@@ -13,6 +14,7 @@ type OwnStep =
   | '0025_row_expiry_triggers'
   | '0026_row_expiry_in_writes'
   | '0029_postgres_keys_go_with_rows'
+  | '0030_sqlite_strings_kept_by_sort_indexes'
   | '0013_sqlite_answers_pruned_oldest_first';
 
 /** What a dialect changes of the migrations. */
@@ -485,6 +487,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
     },
   },
   '0029_postgres_keys_go_with_rows': schema.own['0029_postgres_keys_go_with_rows'] ?? unchanged,
+  '0030_sqlite_strings_kept_by_sort_indexes': schema.own['0030_sqlite_strings_kept_by_sort_indexes'] ?? unchanged,
 });
 
 /** The name of the database's index that a unique index was before 0027_unique_keys, by its id. */

@@ -20,7 +20,7 @@ import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
 import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { uniqueKeySql } from './sql/collections.ts';
+import { uniqueFillsProcedure, uniqueKeySql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithToOnes, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
@@ -36,10 +36,10 @@ import { SqliteWriter } from './writer.ts';
  * (kill -9), though not through a power cut. The writer leaves checkpoints to a connection of their own
  * (readers.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
  * (the rows of a statement's RETURNING) in memory, and has the views through which a group of row
- * writes, or of the webhooks' acknowledgements, is one statement (sql/).
+ * writes, or of the webhooks' acknowledgements, or a unique index's keys, is one statement (sql/).
  */
 export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
-  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}${streamAcksProcedure}`;
+  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}${uniqueFillsProcedure}${streamAcksProcedure}`;
 
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
 export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs }: OpenOptions, areas: AreaParts): Promise<OpenedSqlite> {

@@ -1,7 +1,8 @@
 // SQLite's own steps of the schema (../engine/migrations.ts).
 import type { Knex } from 'knex';
+import type { UniqueIndexes } from '../engine/dialect.ts';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
-import { uniqueKeySql } from './sql/collections.ts';
+import { dropStringKeysSql, fillAllSql } from './sql/collections.ts';
 import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
 import { searchTables } from './sql/search.ts';
 
@@ -15,11 +16,43 @@ const answersPrunedOldestFirst: Knex.Migration = {
   down: (knex) => knex.raw('create index idempotency_keys_expiry on idempotency_keys (expires_at)'),
 };
 
+/**
+ * A string of a unique index over one field whose collection has a sort index of it is no key of
+ * `unique_keys` (sql/collections.ts, stringSlot()): the sort index holds it, and every write checks it there.
+ * Going back keys every row of those indexes again.
+ */
+const stringsKeptBySortIndexes: Knex.Migration = {
+  async up(knex) {
+    for (const { id, field } of await singleFieldIndexes(knex)) await knex.raw(dropStringKeysSql, [id, field]);
+  },
+  async down(knex) {
+    for (const { id, field } of await singleFieldIndexes(knex)) {
+      for (const [index, fields] of JSON.parse((await knex('collections').where({ id }).first('uniques')).uniques) as UniqueIndexes) {
+        if (fields.length !== 1 || fields[0] !== field) continue;
+        await knex('unique_keys').where({ index_id: index }).delete();
+        await knex.raw(fillAllSql, [index, JSON.stringify(fields), id, 0, Number.MAX_SAFE_INTEGER]);
+      }
+    }
+  },
+};
+
+/** Each collection's sorted fields that one of its unique indexes is over alone: the collection's id and the field. */
+async function singleFieldIndexes(knex: Knex): Promise<{ id: number; field: string }[]> {
+  const rows = await knex('collections')
+    .whereNot({ uniques: '[]' })
+    .orderBy('id')
+    .select<{ id: number; sorted: string; uniques: string }[]>();
+  return rows.flatMap(({ id, sorted, uniques }) => {
+    const alone = new Set((JSON.parse(uniques) as UniqueIndexes).flatMap(([, fields]) => (fields.length === 1 ? fields : [])));
+    return (JSON.parse(sorted) as string[]).filter((field) => alone.has(field)).map((field) => ({ id: Number(id), field }));
+  });
+}
+
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
   searchTables,
   uniqueIndexes: {
-    fill: uniqueKeySql.fill,
+    fill: fillAllSql,
     // Each field's JSON text, null when missing or null.
     made: (name, collectionId, fields) =>
       `create unique index ${name} on rows (${fields.map((field) => `nullif(data -> '$.${field}', 'null')`).join(', ')}) where collection_id = ${collectionId}`,
@@ -31,5 +64,6 @@ export const sqliteSchema: DialectSchema = {
     // Each write of a row's text sets its expiry in its own statement (sql/expiry.ts, rowExpiry): the
     // triggers cost every write, into a collection without a time to live too (docs/performance.md).
     '0026_row_expiry_in_writes': statements(dropExpiryTriggersSql, expiryTriggersSql),
+    '0030_sqlite_strings_kept_by_sort_indexes': stringsKeptBySortIndexes,
   },
 };

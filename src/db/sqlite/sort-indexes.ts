@@ -11,6 +11,7 @@ import {
   countersSql,
   dropKeysFromSlotSql,
   dropSlotKeysSql,
+  dropStringKeysSql,
   dropTouchedKeysSql,
   keysSql,
   oldestEventSql,
@@ -86,6 +87,8 @@ export class SortIndexMaker {
         await db.run(trx, keysSql(nameSql, `r.id in ${touchedRows}`), [id, slot, binding, id, id, lastSeq]);
       }
       await db.run(trx, setSortedSql, [JSON.stringify([...sorted, field]), id]);
+      // The strings of the field's unique index are the sort index's to keep from now on.
+      await db.run(trx, dropStringKeysSql, [id, field]);
       return slot;
     });
   }

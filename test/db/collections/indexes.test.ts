@@ -2,6 +2,7 @@
 // holds no other collection's writes; its keys follow every write of its rows.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
+import type { ApiError } from '../../../src/errors.ts';
 import { createDatabase, describeEachBackend, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 import { pollUntil } from '../../support/process.ts';
 
@@ -50,6 +51,61 @@ describeEachBackend('unique indexes', (backend) => {
     ]);
     await store.deleteIndex(accountId, 'people', 'email');
     expect(await keysOf('people')).to.deep.equal([]);
+  });
+
+  it("keeps its values unique before and after its field's sort index is made, the strings then its keys on SQLite no more", async () => {
+    await store.createCollection(accountId, 'sorting');
+    await store.insertRows(accountId, 'sorting', [{ email: 'a' }, { email: 1 }]);
+    await store.createIndex(accountId, 'sorting', ['email'], true);
+    const holderOf = async (email: unknown) => {
+      try {
+        await store.insertRows(accountId, 'sorting', [{ email }]);
+      } catch (error) {
+        return (error as ApiError).options.existing_id;
+      }
+      return undefined;
+    };
+    expect(await keysOf('sorting')).to.deep.equal([
+      [1, true],
+      [2, true],
+    ]);
+    expect([await holderOf('a'), await holderOf(1)]).to.deep.equal([1, 2]);
+    // The sort index of the field, listed: on SQLite it keeps the strings from now on.
+    await store.sortBy(accountId, 'sorting', 'email');
+    expect(await keysOf('sorting')).to.deep.equal(
+      backend === 'sqlite'
+        ? [[2, true]]
+        : [
+            [1, true],
+            [2, true],
+          ],
+    );
+    expect([await holderOf('a'), await holderOf(1.0), await holderOf('b')]).to.deep.equal([1, 2, undefined]);
+    expect(await holderOf('b')).to.equal(3);
+  });
+
+  it("refuses an import whose rows repeat a value among themselves or a stored row's, naming the holder: nothing imported", async () => {
+    await store.createCollection(accountId, 'imported');
+    await store.createIndex(accountId, 'imported', ['email'], true);
+    await store.sortBy(accountId, 'imported', 'email');
+    await store.insertRows(accountId, 'imported', [{ email: 'a' }, { email: 1 }]);
+    const rows = (...emails: unknown[]) => emails.map((email, i) => ({ id: 10 + i, text: JSON.stringify({ email }) }));
+    const refusal = async (imported: { id: number; text: string }[]) => {
+      try {
+        await store.importRows(accountId, 'imported', imported, 0);
+      } catch (error) {
+        return [(error as ApiError).code, (error as ApiError).options.existing_id];
+      }
+      return undefined;
+    };
+    expect(await refusal(rows('b', 'a'))).to.deep.equal(['unique_violation', 1]);
+    expect(await refusal(rows('b', 1.0))).to.deep.equal(['unique_violation', 2]);
+    expect(await refusal(rows('c', 'b', 'c'))).to.deep.equal(['unique_violation', 10]);
+    expect(
+      JSON.parse((await store.listRows(accountId, 'imported', { limit: 10, offset: 0, order: [{ field: 'id', direction: 'asc' }] })).json),
+    ).to.have.length(2);
+    await store.importRows(accountId, 'imported', rows('b', 'c'), 0);
+    expect(await refusal([{ id: 20, text: '{"email":"c"}' }])).to.deep.equal(['unique_violation', 11]);
   });
 
   // On PostgreSQL a unique index was a partial index of the shared rows table, made holding the table in

@@ -1,7 +1,7 @@
 // Migrations that change what stored data means (src/db/migrations.ts), run over a database written
 // the old way.
 import { expect } from 'chai';
-import knexFactory from 'knex';
+import knexFactory, { type Knex } from 'knex';
 import { hashKey } from '../../../src/api-keys/hash.ts';
 import { migrationSource } from '../../../src/db/engine/migrations.ts';
 import { replaceKey } from '../../../src/db/engine/sql/collections.ts';
@@ -369,27 +369,37 @@ async function migratedBefore(backend: 'sqlite' | 'postgres', migration: string)
   return { database, schema, knex };
 }
 
+/**
+ * The account `old`, its key `key` and its collection `people` holding `rows` (ids from 1), as a migration
+ * finds them written the old way, the collection's row with `collection` more: the collection's id.
+ */
+async function oldPeople(knex: Knex, key: string, rows: object[], collection: Record<string, string> = {}): Promise<number> {
+  const at = '2026-01-01T00:00:00.000Z';
+  await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+  const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
+  await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+  const count = rows.length;
+  await knex('collections').insert({
+    account_id: accountId,
+    name: 'people',
+    created_at: at,
+    row_count: count,
+    last_row_id: count,
+    last_seq: count,
+    ...collection,
+  });
+  const { id } = await knex('collections').where({ name: 'people' }).first('id');
+  await knex('rows').insert(rows.map((row, i) => ({ collection_id: id, id: i + 1, data: JSON.stringify(row), version: i + 1 })));
+  return Number(id);
+}
+
 describeEachBackend('migration 0027_unique_keys', (backend) => {
   it('keys the rows of each unique index made before it, drops its index of the database, and keeps its values unique', async () => {
     const { database, schema, knex } = await migratedBefore(backend, '0027');
     const key = `rb_${'u'.repeat(32)}`;
-    const at = '2026-01-01T00:00:00.000Z';
     let indexId: number;
     try {
-      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
-      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
-      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
-      await knex('collections').insert({
-        account_id: accountId,
-        name: 'people',
-        created_at: at,
-        row_count: 3,
-        last_row_id: 3,
-        last_seq: 3,
-      });
-      const { id } = await knex('collections').where({ name: 'people' }).first('id');
-      const rows = [{ email: 'a', n: 1 }, { email: 'b' }, {}];
-      await knex('rows').insert(rows.map((row, i) => ({ collection_id: id, id: i + 1, data: JSON.stringify(row), version: i + 1 })));
+      const id = await oldPeople(knex, key, [{ email: 'a', n: 1 }, { email: 'b' }, {}]);
       await knex('collection_indexes').insert({ collection_id: id, fields: '["email"]', is_unique: true });
       indexId = Number((await knex('collection_indexes').first('id')).id);
       // The unique index as it was made before: an index of the database over the rows of its collection.
@@ -455,6 +465,72 @@ describe('migration 0029_postgres_keys_go_with_rows', () => {
     } finally {
       await knex.destroy();
       await database.drop();
+    }
+  });
+});
+
+describe('migration 0030_sqlite_strings_kept_by_sort_indexes', () => {
+  it('deletes the string keys of a unique index over one sorted field, which its sort index keeps, and going back keys them again', async () => {
+    const { database, knex } = await migratedBefore('sqlite', '0030');
+    const key = `rb_${'s'.repeat(32)}`;
+    const keys = async () =>
+      (await knex('unique_keys').orderBy(['index_id', 'row_id']).select('index_id', 'row_id', 'key')).map(
+        (held: { index_id: number; row_id: number; key: string | null }) => [Number(held.index_id), Number(held.row_id), held.key],
+      );
+    const before = [
+      [1, 1, '["a"]'],
+      [1, 2, '[1]'],
+      [1, 3, null],
+      [2, 1, '["x"]'],
+      [3, 1, '["a","x"]'],
+      [3, 2, null],
+      [3, 3, null],
+    ];
+    try {
+      // `email` unique alone and sorted; `tag` unique alone and not sorted; (email, tag) unique together.
+      const id = await oldPeople(knex, key, [{ email: 'a', tag: 'x' }, { email: 1 }, {}], {
+        sorted: '["email"]',
+        uniques: '[[1,["email"]],[2,["tag"]],[3,["email","tag"]]]',
+      });
+      await knex('sort_keys').insert([
+        { collection_id: id, slot: 0, row_id: 1, rank: 2, str: 'a' },
+        { collection_id: id, slot: 0, row_id: 2, rank: 1, num: 1 },
+        { collection_id: id, slot: 0, row_id: 3, rank: 5 },
+      ]);
+      await knex('collection_indexes').insert([
+        { collection_id: id, fields: '["email"]', is_unique: true },
+        { collection_id: id, fields: '["tag"]', is_unique: true },
+        { collection_id: id, fields: '["email","tag"]', is_unique: true },
+      ]);
+      await knex('unique_keys').insert(
+        before.map(([index, row, held]) => ({ collection_id: id, index_id: index, row_id: row, key: held })),
+      );
+      await knex.migrate.up({ migrationSource: migrationSource(sqliteSchema) });
+      expect(await keys()).to.deep.equal(before.filter(([index, row]) => !(index === 1 && row === 1)));
+      await knex.migrate.down({ migrationSource: migrationSource(sqliteSchema) });
+      expect(await keys()).to.deep.equal(before);
+      await knex.migrate.up({ migrationSource: migrationSource(sqliteSchema) });
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend: 'sqlite', database });
+    try {
+      const client = new Client(server.url, key);
+      for (const [row, holder] of [
+        [{ email: 'a' }, 1],
+        [{ email: 1.0 }, 2],
+        [{ tag: 'x' }, 1],
+      ] as const) {
+        const repeated = await client.post<{ code: string; existing_id: number }>('/v1/collections/people/rows', [row]);
+        expect(repeated.status, JSON.stringify(row)).to.equal(409);
+        expect(repeated.body).to.include({ code: 'unique_violation', existing_id: holder });
+      }
+      expect((await client.patch('/v1/collections/people/rows/3', { email: 'a' })).status).to.equal(409);
+      expect((await client.patch('/v1/collections/people/rows/1', { email: 'b' })).status).to.equal(200);
+      expect((await client.post('/v1/collections/people/rows', [{ email: 'a' }])).status).to.equal(201);
+    } finally {
+      await server.stop();
     }
   });
 });

@@ -1,6 +1,6 @@
 // PostgreSQL's SQL of collections: a sort index's keys, and unique indexes' keys.
 import type { UniqueKeySql } from '../../engine/dialect.ts';
-import { replaceKey } from '../../engine/sql/collections.ts';
+import { keyHoldersSql, replaceKey } from '../../engine/sql/collections.ts';
 import { field, jsonbOf } from '../jsonb.ts';
 
 /**
@@ -66,6 +66,7 @@ export const uniqueKeySql: UniqueKeySql = {
   key: uniqueKey,
   fill: `insert into unique_keys (collection_id, row_id, index_id, key)
     select collection_id, id, ?::integer, ${uniqueKey('data', '?::text')} from rows where collection_id = ? and id between ? and ?`,
+  holders: keyHoldersSql(uniqueKey('?', '?')),
 };
 
 /**

@@ -53,8 +53,94 @@ export const countersSql = 'select id, last_row_id, last_seq, sorted from collec
 const uniqueKey = (data: string, fields: string) => `(select case when count(v) = count(*) then '[' || group_concat(v, ',') || ']' end
     from (select nullif(${data} -> ('$.' || f.value), 'null') as v from json_each(${fields}) f))`;
 
+/**
+ * The slot of the sort index that holds the values of the unique index `u` (an item of
+ * json_each(`c`.uniques), `c` its collection's row) when they are strings: its field's, when the index is
+ * over one field and the collection has a sort index of it (listed in `sorted`, so complete: ../sort-indexes.ts);
+ * else null. Such a value is no key of `unique_keys`: the sort index holds it already (`str`, the string
+ * whole), and a write checks it there (stringsTaken()), one random B-tree a row where there were two
+ * (docs/performance.md). Numbers (1 and 1.0 are one sort key but two keys), booleans, objects and the
+ * indexes of several fields keep their keys.
+ */
+const stringSlot = (c: string, u: string) =>
+  `(select f.key from json_each(${c}.sorted) f where f.value = ${u}.value ->> '$[1][0]' and json_array_length(${u}.value, '$[1]') = 1)`;
+
+/**
+ * Whether the row `id` of the collection `c` holds a string in its unique index `u` (stringSlot()): its
+ * sort key of the slot, just written, of rank 2. Found by the sort keys' primary key (the unary plus keeps
+ * the planner from the order's index).
+ */
+export const heldAsString = (c: string, u: string, id: string) =>
+  `exists (select 1 from sort_keys h where h.collection_id = ${c}.id and h.row_id = ${id} and h.slot = ${stringSlot(c, u)} and +h.rank = 2)`;
+
+/**
+ * Aborts the statement (a constraint broken, told apart as a unique index's: ../../collections/indexes.ts)
+ * when a row of the collection `collection` that `rows` picks (a condition on `k.row_id`, the sort key `k`'s
+ * row: a range, or one row when `one`) holds a string of a unique index kept by its sort index
+ * (stringSlot()) that another row holds too. The row's sort key is found by the primary key (the unary
+ * pluses keep the planner from the order's index, which would read every key of the collection), the
+ * other's by the order's index (collection, slot, rank 2, the string). The rows of one write see each
+ * other's keys: their sort keys are written first.
+ */
+export const stringsTaken = (collection: string, rows: string, one = false) => `select raise(abort, 'unique value held')
+      from collections c cross join json_each(c.uniques) u cross join sort_keys k
+      where c.id = ${collection} and k.collection_id = c.id and ${rows} and ${one ? '' : '+'}k.slot = ${stringSlot('c', 'u')} and +k.rank = 2
+        and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2
+          and o.num is null and o.str = k.str and o.row_id <> k.row_id)`;
+
+/**
+ * The keys of a unique index (`?1`) of the fields `?2` for the rows of the collection `?3` with ids from `?4`
+ * to `?5`, each row's key whole, as they were before the sort index held strings (migration 0027 and going
+ * back from 0030).
+ */
+export const fillAllSql = `insert into unique_keys (collection_id, row_id, index_id, key)
+    select collection_id, id, ?1, ${uniqueKey('data', '?2')} from rows where collection_id = ?3 and id between ?4 and ?5`;
+
+/**
+ * `unique_fills (index_id, fields, collection_id, first, last)`: UniqueKeySql.fill, the keys of the unique
+ * index `index_id` (listed in the collection's `uniques` already) for its rows from `first` to `last`, whose
+ * sort keys are written already: a string another row holds in the sort index that keeps them aborts the
+ * statement, as a key another row holds does (unique_keys_key); strings are no keys there (stringSlot()).
+ */
+export const uniqueFillsProcedure = `
+  create temp view if not exists unique_fills (index_id, fields, collection_id, first, last) as select null, null, null, null, null where 0;
+  create temp trigger if not exists unique_fills_write instead of insert on unique_fills begin
+    ${stringsTaken('new.collection_id', 'k.row_id between new.first and new.last and u.value ->> 0 = new.index_id')};
+    insert into unique_keys (collection_id, row_id, index_id, key)
+      select c.id, r.id, new.index_id, ${uniqueKey('r.data', 'new.fields')}
+      from collections c, json_each(c.uniques) u, rows r
+      where c.id = new.collection_id and u.value ->> 0 = new.index_id and r.collection_id = c.id and r.id between new.first and new.last
+        and not ${heldAsString('c', 'u', 'r.id')};
+  end;`;
+
+/**
+ * The ids of up to `?` (the sixth) rows of the collection `?` whose key of the unique index `?` over the
+ * fields `?` (the fourth) is that of the row text `?` (the third), but the row `?` (0 for none), by id:
+ * among its keys, or, for a string the sort index keeps (stringSlot()), among the sort index's keys. Its
+ * bindings plain `?` (it runs through Knex too), each named once by `p`.
+ */
+const holdersSql = `with p (collection_id, index_id, text, fields, but, most) as (values (?, ?, ?, ?, ?, ?))
+  select id from (
+    select k.row_id as id from p cross join unique_keys k
+      where k.collection_id = p.collection_id and k.index_id = p.index_id and k.key = ${uniqueKey('p.text', 'p.fields')} and k.row_id <> p.but
+    union all
+    select k.row_id from p cross join collections c cross join json_each(c.uniques) u cross join sort_keys k
+      where c.id = p.collection_id and u.value ->> 0 = p.index_id and json_type(p.text, '$.' || (p.fields ->> 0)) = 'text'
+        and k.collection_id = c.id and k.slot = ${stringSlot('c', 'u')} and k.rank = 2 and k.num is null
+        and k.str = p.text ->> ('$.' || (p.fields ->> 0)) and k.row_id <> p.but)
+  order by id limit (select most from p)`;
+
+/**
+ * The string keys of the collection `?1`'s unique indexes over the field `?2` alone, gone once the sort index
+ * of the field is listed (../sort-indexes.ts): it holds them from then on (stringSlot()). Each binding
+ * once, as Knex counts them (a migration runs it too).
+ */
+export const dropStringKeysSql = `delete from unique_keys where collection_id = ?1 and json_type(key, '$[0]') = 'text'
+  and exists (select 1 from collections c, json_each(c.uniques) u where c.id = unique_keys.collection_id and u.value ->> 0 = unique_keys.index_id
+    and json_array_length(u.value, '$[1]') = 1 and u.value ->> '$[1][0]' = ?2)`;
+
 export const uniqueKeySql: UniqueKeySql = {
   key: uniqueKey,
-  fill: `insert into unique_keys (collection_id, row_id, index_id, key)
-    select collection_id, id, ?1, ${uniqueKey('data', '?2')} from rows where collection_id = ?3 and id between ?4 and ?5`,
+  fill: 'insert into unique_fills values (?1, ?2, ?3, ?4, ?5)',
+  holders: holdersSql,
 };

@@ -7,7 +7,7 @@ import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
-import { fieldJoin, keyColumns, uniqueKeySql } from './collections.ts';
+import { fieldJoin, heldAsString, keyColumns, stringsTaken, uniqueKeySql } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -38,15 +38,20 @@ const sortKeys = (rows: string, id: string, data: string) => `insert into sort_k
 /**
  * The keys of the rows of `rows` (as sortKeys() takes them) for every unique index the collection `c`
  * has (`uniques`), each replacing the row's key where it moved: a key another row holds aborts the
- * statement (unique_keys_key).
+ * statement (unique_keys_key). A string the sort index keeps (stringSlot()) is no key: the row's key is
+ * null then, where it had one (a row whose value was another before), and no key is written where it had none.
+ * Its sort keys are written first.
  */
-const uniqueKeys = (rows: string, id: string, data: string) => `${newUniqueKeys(rows, id, data)}
+const uniqueKeys = (rows: string, id: string, data: string) => `insert into unique_keys (collection_id, row_id, index_id, key)
+    select c.id, ${id}, u.value ->> 0, case when ${heldAsString('c', 'u', id)} then null else ${uniqueKeySql.key(data, 'u.value -> 1')} end
+      from collections c, json_each(c.uniques) u, ${rows} where ${collection} and (not ${heldAsString('c', 'u', id)}
+        or exists (select 1 from unique_keys e where e.collection_id = c.id and e.row_id = ${id} and e.index_id = u.value ->> 0))
     on conflict (collection_id, row_id, index_id) do update set key = excluded.key where key is not excluded.key`;
 
 /** uniqueKeys() of rows that have none yet, new rows: a plain INSERT, which looks for no key of the row to replace. */
 const newUniqueKeys = (rows: string, id: string, data: string) => `insert into unique_keys (collection_id, row_id, index_id, key)
     select c.id, ${id}, u.value ->> 0, ${uniqueKeySql.key(data, 'u.value -> 1')}
-      from collections c, json_each(c.uniques) u, ${rows} where ${collection}`;
+      from collections c, json_each(c.uniques) u, ${rows} where ${collection} and not ${heldAsString('c', 'u', id)}`;
 
 /**
  * The rows the INSERT's trigger has just inserted, as a FROM item `r`: their ids, texts and versions (each
@@ -98,6 +103,7 @@ const rowInserts = `
       from collections c, json_each(new.texts) t where ${collection};
     ${insertEvents(`select c.id as collection_id, r.version as seq, r.id, r.data from collections c, ${inserted} where ${collection}`)};
     ${sortKeys(inserted, 'r.id', 'r.data')};
+    ${stringsTaken('new.collection_id', 'k.row_id > c.last_row_id - new.n')};
     ${newUniqueKeys(inserted, 'r.id', 'r.data')};
     insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
       select new.account_id, o.value ->> 0, o.value ->> 1, 201,
@@ -168,6 +174,7 @@ const rowPatches = (n: number) => {
     select raise(abort, 'row too large') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    ${stringsTaken('new.collection_id', `k.row_id = (select r.id from rows r where ${row})`, true)};
     ${uniqueKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')};
   end;`;
 };
