@@ -240,8 +240,9 @@ function sqliteListing(): Listing {
         [`patchSql(${n} fields, a group)`, sqlite.patchSql(n, 2)],
       ],
     ).flat(),
-    ['keysSql(rows by id range)', sqlite.keysSql('?', 'r.id between ? and ?')],
-    ['keysSql(rows written after a seq)', sqlite.keysSql('?', `r.id in ${sqlite.touchedRows}`)],
+    ['keysSql(rows by id range)', sqlite.keysSql('n', 'r.id between ? and ?').sql],
+    ['keysSql(rows written after a seq)', sqlite.keysSql('n', `r.id in ${sqlite.touchedRows}`).sql],
+    ['keysSql(a pair, rows by id range)', sqlite.keysSql(['f', 'n'], 'r.id between ? and ?').sql],
     ['countersSql', sqlite.countersSql],
     ['dropKeysFromSlotSql', sqlite.dropKeysFromSlotSql],
     ['dropSlotKeysSql', sqlite.dropSlotKeysSql],
@@ -279,6 +280,7 @@ function postgresListing(): Listing {
     ...searchListing(postgresSearchSql),
     ['keysSql(rows by id range)', postgres.keysSql('n').sql],
     ['keysSql(rows listed by id, replacing their keys)', postgres.keysSql('n', postgres.idList, true).sql],
+    ['keysSql(a pair, rows by id range)', postgres.keysSql(['f', 'n']).sql],
     ['importRowsSql', postgres.importRowsSql],
   ];
 }
