@@ -532,7 +532,11 @@ export interface paths {
          *     listing them, and declares nothing. Unique indexes are what `on_conflict` upserts by.
          *
          *     Any index of values also orders and filters by each of its fields through a sort index from the start,
-         *     where undeclared fields are indexed only once a collection is large and pages ask for them.
+         *     where undeclared fields are indexed only once a collection is large and pages ask for them. An
+         *     index of two fields or more also makes the sort index of the pair of its first two (`["owner",
+         *     "score"]`): a page whose filter is an equality on the first (`{"owner": "ada"}`, or an end user's
+         *     rule `{"owner": {"$auth": "sub"}}`) ordered by the second reads that owner's rows in order, one
+         *     range of it, and stops once the page is full (docs/api.md, "Filters and indexes").
          *
          *     A search index (`"type": "search"`, named `search:` and its fields) holds the words of the rows'
          *     strings in its fields, which `$search` finds rows by (docs/search.md); made over the rows already

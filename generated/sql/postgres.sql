@@ -42,8 +42,8 @@ delete from sort_keys where <keyRowIdsSql>;
 update collections set sorted = ? where id = ?;
 
 -- presentCountSql
-select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5
-and ((select ttl_field from collections where id = ?) is null
+select count(*) as n from sort_keys where collection_id = ? and slot = ?
+and rank < 5 and ((select ttl_field from collections where id = ?) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = ? and x.id = row_id), true));
 
 -- listCollectionsSql
@@ -707,15 +707,21 @@ with counters as (
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
-  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end, case jsonb_typeof(k.f)
+    when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
+      then '1:' || trunc((k.f)::numeric)::text else '1:~' end
+    when 'string' then '2:' || left(k.f #>> '{}', 400)
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
       from counters c,
-        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+        jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
+        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+            case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
+          from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
@@ -753,15 +759,21 @@ with keys as materialized (
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
-  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end, case jsonb_typeof(k.f)
+    when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
+      then '1:' || trunc((k.f)::numeric)::text else '1:~' end
+    when 'string' then '2:' || left(k.f #>> '{}', 400)
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
       from counters c,
-        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+        jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
+        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+            case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
+          from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
@@ -808,15 +820,21 @@ with counters as (
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
-  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end, case jsonb_typeof(k.f)
+    when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
+      then '1:' || trunc((k.f)::numeric)::text else '1:~' end
+    when 'string' then '2:' || left(k.f #>> '{}', 400)
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
       from counters c,
-        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+        jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
+        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+            case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
+          from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
@@ -857,15 +875,21 @@ with counters as (
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
-  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end, case jsonb_typeof(k.f)
+    when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
+      then '1:' || trunc((k.f)::numeric)::text else '1:~' end
+    when 'string' then '2:' || left(k.f #>> '{}', 400)
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
       from counters c,
-        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+        jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
+        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+            case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
+          from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
@@ -903,15 +927,21 @@ with keys as materialized (
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
-  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end, case jsonb_typeof(k.f)
+    when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
+      then '1:' || trunc((k.f)::numeric)::text else '1:~' end
+    when 'string' then '2:' || left(k.f #>> '{}', 400)
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
       from counters c,
-        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+        jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
+        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+            case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
+          from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
@@ -958,15 +988,21 @@ with counters as (
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
-  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end, case jsonb_typeof(k.f)
+    when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
+      then '1:' || trunc((k.f)::numeric)::text else '1:~' end
+    when 'string' then '2:' || left(k.f #>> '{}', 400)
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
       from counters c,
-        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
-        lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+        jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
+        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+            case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
+          from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
   insert into unique_keys (collection_id, row_id, index_id, key)
     select k.collection_id, k.id, (u.value ->> 0)::integer, (select case when count(*) = count(nullif(k.j -> x.f, 'null'::jsonb))
@@ -997,22 +1033,39 @@ delete from search_rows where collection_id = ?;
 '17_red' & '17_sho':*;
 
 -- keysSql(rows by id range)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, ?::integer, id, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
-case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end
-  from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j from rows where collection_id = ? and id between ? and ?) r;
+case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null
+  from (select collection_id, id, d -> ? as j
+    from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id between ? and ? offset 0) d) r;
 
 -- keysSql(rows listed by id, replacing their keys)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, ?::integer, id, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
-case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end
-  from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j from rows where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[])) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str;
+case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null
+  from (select collection_id, id, d -> ? as j
+    from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[]) offset 0) d) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+prefix = excluded.prefix;
+
+-- keysSql(a pair, rows by id range)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  select collection_id, ?::integer, id, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
+  when 'object' then 4 when 'array' then 4 else 5 end,
+case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
+case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, case jsonb_typeof(p)
+  when 'number' then case when (p)::numeric = trunc((p)::numeric) and abs((p)::numeric) < 9007199254740992
+    then '1:' || trunc((p)::numeric)::text else '1:~' end
+  when 'string' then '2:' || left(p #>> '{}', 400)
+  when 'boolean' then case when (p)::boolean then '3:1' else '3:0' end end
+  from (select collection_id, id, d -> ? as j, d -> ? as p
+    from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id between ? and ? offset 0) d) r;
 
 -- importRowsSql
 insert into rows (collection_id, id, data, version, expires_at)

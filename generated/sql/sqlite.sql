@@ -42,8 +42,8 @@ delete from sort_keys where <keyRowIdsSql>;
 update collections set sorted = ? where id = ?;
 
 -- presentCountSql
-select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5
-and ((select ttl_field from collections where id = ?) is null
+select count(*) as n from sort_keys where collection_id = ? and slot = ?
+and rank < 5 and ((select ttl_field from collections where id = ?) is null
     or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = ? and x.id = row_id), true));
 
 -- listCollectionsSql
@@ -874,22 +874,34 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
   (select search from collections where id = row_patches_16.collection_id) as search;
 
 -- keysSql(rows by id range)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
 select ?, ?, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-from (select r.id, k.type as t, k.atom as v from rows r left join json_each(r.data) k on k.key = ?
+  case when t = 'text' then v end, p
+from (select r.id, k.type as t, k.atom as v, null as p from rows r left join json_each(r.data) k on k.key = ?
   where r.collection_id = ? and r.id between ? and ?) rows;
 
 -- keysSql(rows written after a seq)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
 select ?, ?, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-from (select r.id, k.type as t, k.atom as v from rows r left join json_each(r.data) k on k.key = ?
+  case when t = 'text' then v end, p
+from (select r.id, k.type as t, k.atom as v, null as p from rows r left join json_each(r.data) k on k.key = ?
   where r.collection_id = ? and r.id in (select row_id from events where collection_id = ? and seq > ?)) rows;
+
+-- keysSql(a pair, rows by id range)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+select ?, ?, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
+    when 'object' then 4 when 'array' then 4 else 5 end,
+  case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
+  case when t = 'text' then v end, p
+from (select r.id, k.type as t, k.atom as v, (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = ?) as p from rows r left join json_each(r.data) k on k.key = ?
+  where r.collection_id = ? and r.id between ? and ?) rows;
 
 -- countersSql
 select id, last_row_id, last_seq, sorted from collections where account_id = ? and name = ?;
@@ -982,14 +994,18 @@ from (select json_extract(t.value, '$.' || c.ttl_field) as v limit 1 offset 0)) 
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, r.version as seq, r.id, r.data from collections c, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
     and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r where c.id = new.collection_id);
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
     from collections c, json_each(c.sorted) f, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
-    and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r left join json_each(r.data) k on k.key = f.value
+    and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id);
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
@@ -1030,15 +1046,21 @@ create temp trigger if not exists row_patches_0_write instead of insert on row_p
       from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
   update rows as r set version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1069,15 +1091,21 @@ create temp trigger if not exists row_patches_1_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1108,15 +1136,21 @@ create temp trigger if not exists row_patches_2_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1147,15 +1181,21 @@ create temp trigger if not exists row_patches_3_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1186,15 +1226,21 @@ create temp trigger if not exists row_patches_4_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1225,15 +1271,21 @@ create temp trigger if not exists row_patches_5_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1264,15 +1316,21 @@ create temp trigger if not exists row_patches_6_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1303,15 +1361,21 @@ create temp trigger if not exists row_patches_7_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1342,15 +1406,21 @@ create temp trigger if not exists row_patches_8_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1381,15 +1451,21 @@ create temp trigger if not exists row_patches_9_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1420,15 +1496,21 @@ create temp trigger if not exists row_patches_10_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1459,15 +1541,21 @@ create temp trigger if not exists row_patches_11_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1498,15 +1586,21 @@ create temp trigger if not exists row_patches_12_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1537,15 +1631,21 @@ create temp trigger if not exists row_patches_13_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1576,15 +1676,21 @@ create temp trigger if not exists row_patches_14_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1615,15 +1721,21 @@ create temp trigger if not exists row_patches_15_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1654,15 +1766,21 @@ create temp trigger if not exists row_patches_16_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]'), new.fields ->> '$[15][0]', json(new.fields ->> '$[15][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end
-  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v
-    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = f.value
+  case when t = 'text' then v end, p
+  from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
+      case when f.type = 'array' then (select case p.type
+    when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
+    when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
-    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
+  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2

@@ -335,7 +335,7 @@ async function createCollection(store: Store, accountId: number, collection: str
   for (const { fields, unique, type } of header.indexes ?? []) {
     // A search index, made over no row yet, holds the words of each row imported (importRows).
     await store.createIndex(accountId, collection, fields, unique, undefined, type === 'search');
-    if (type !== 'search') for (const field of fields) await store.sortBy(accountId, collection, field);
+    if (type !== 'search') await store.sortByIndex(accountId, collection, fields);
   }
   if (header.rules) await store.putRules(accountId, collection, header.rules);
   // Before the rows, whose expiry each write of them then sets: a row expired already is gone at once.

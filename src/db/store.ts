@@ -43,7 +43,7 @@ import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
 import { keepExpiryNow, readKeptExpiryNow } from './expiry/clock.ts';
 import { expiringCollections, sweepExpiredBatch } from './expiry/sweep.ts';
 import { deleteTtl, getTtl, putTtl } from './expiry/ttl.ts';
-import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
+import { aggregateRows, getRow, listRows, sortBy, sortByIndex } from './reads/rows.ts';
 import { bindRelations } from './relations/filters.ts';
 import type { Relation } from './relations/links.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from './relations/relations.ts';
@@ -179,6 +179,7 @@ const shared = {
   updateRowsWhere,
   deleteRowsWhere,
   sortBy,
+  sortByIndex,
   exportCollection,
   importRows,
   /** Answers when the database does. */

@@ -82,8 +82,9 @@ export const collectionHandlers: Handlers<
       once && answerOnce(once, answer),
       search,
     );
-    // Pages ordered or filtered by an index of values' fields are read through sort indexes from now on.
-    if (!search) for (const field of index.fields) await store.sortBy(principal.accountId, collection, field);
+    // Pages ordered or filtered by an index of values' fields are read through sort indexes from now on
+    // (and of two fields or more, by the first's equality in the order of the second: slotsOfIndex).
+    if (!search) await store.sortByIndex(principal.accountId, collection, index.fields);
     return answer(index);
   },
 

@@ -1,6 +1,8 @@
 // Sort indexes: pages ordered by a field, read from an index instead of sorting the collection.
 // What a key holds, and when an index is made and kept: docs/development.md, "Sort indexes".
 
+import type { SortedEntry } from '../engine/sorted.ts';
+
 export interface SortIndexLimits {
   /** Rows a collection holds before ordering by a field indexes it. */
   minRows: number;
@@ -21,7 +23,7 @@ const RANGE_TTL_MS = 500;
  * again under a new id, by another instance).
  */
 export class KnownIndexes {
-  private readonly known = new Map<string, { id: number; sorted: string[] }>();
+  private readonly known = new Map<string, { id: number; sorted: SortedEntry[] }>();
   /** Whether a range of an index held many keys, by the range (largeRange()), and when it was counted. */
   private readonly ranges = new Map<string, { large: boolean; at: number }>();
   /** By collection id: the fields it had a unique index of, each alone, when last seen (uniqueFields()). */
@@ -31,7 +33,7 @@ export class KnownIndexes {
     return this.known.get(`${accountId}/${name}`);
   }
 
-  set(accountId: number, name: string, id: number, sorted: string[]): void {
+  set(accountId: number, name: string, id: number, sorted: SortedEntry[]): void {
     const key = `${accountId}/${name}`;
     this.known.delete(key);
     if (this.known.size >= MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);

@@ -17,6 +17,7 @@ import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import { type SortedEntry, slotOf, slotsOfIndex } from '../engine/sorted.ts';
 import { lockAccountSql } from '../engine/sql/collections.ts';
 import { setSortedOfNameSql } from '../engine/sql/declarations.ts';
 import { deleteTtlIn, putTtlIn } from '../expiry/ttl.ts';
@@ -85,15 +86,19 @@ export async function applyDeclaration(
 }
 
 /**
- * The fields of the sort indexes the steps' new indexes and relations need, by collection, in the order
- * the steps name them: those the API's own createIndex and putRelation make (pages ordered or filtered
+ * The fields of the sort indexes the steps' new indexes and relations need (fields, and pairs:
+ * slotsOfIndex), by collection, in the order the steps name them: those the API's own createIndex and putRelation make (pages ordered or filtered
  * by an index's fields, and rows found through a relation's field, read them).
  */
-export function sortedFieldsOf(steps: readonly Step[]): Map<string, Set<string>> {
-  const fields = new Map<string, Set<string>>();
-  const add = (collection: string, field: string) => fields.set(collection, (fields.get(collection) ?? new Set<string>()).add(field));
+export function sortedFieldsOf(steps: readonly Step[]): Map<string, SortedEntry[]> {
+  const fields = new Map<string, SortedEntry[]>();
+  const add = (collection: string, entry: SortedEntry) => {
+    const listed = fields.get(collection) ?? [];
+    if (slotOf(listed, entry) < 0) listed.push(entry);
+    fields.set(collection, listed);
+  };
   for (const step of steps) {
-    if (step.do === 'createIndex' && !step.search) for (const field of step.fields) add(step.collection, field);
+    if (step.do === 'createIndex' && !step.search) for (const entry of slotsOfIndex(step.fields)) add(step.collection, entry);
     if (step.do === 'putRelation') add(step.collection, step.declaration.field);
   }
   return fields;

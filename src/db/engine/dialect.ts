@@ -7,6 +7,7 @@ import type { EventRow } from '../../rows.ts';
 import type { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
 import type { Fields, RowPort, WriteTx } from './port.ts';
+import type { SortedEntry } from './sorted.ts';
 import type { SearchIndex } from './sql/search.ts';
 import type { WakeUps } from './wake-ups.ts';
 
@@ -145,7 +146,7 @@ interface HeldCollection {
   lastRowId: number;
   lastSeq: number;
   /** The fields of its sort indexes, by slot. */
-  sorted: string[];
+  sorted: SortedEntry[];
   /** Its unique indexes, each its id and fields (../collections/indexes.ts, `collections.uniques`). */
   uniques: UniqueIndexes;
   schemaId: number;

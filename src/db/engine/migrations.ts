@@ -488,7 +488,44 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   },
   '0029_postgres_keys_go_with_rows': schema.own['0029_postgres_keys_go_with_rows'] ?? unchanged,
   '0030_sqlite_strings_kept_by_sort_indexes': schema.own['0030_sqlite_strings_kept_by_sort_indexes'] ?? unchanged,
+  '0031_sort_key_pairs': sortKeyPairs(schema),
 });
+
+/**
+ * Slots of a pair of fields (../engine/sorted.ts): an entry of `collections.sorted` may be a pair [F, G],
+ * whose keys are G's, each within `prefix`, its row's value of F (sql/: a number's integer text, a
+ * string's text, a boolean's 1 or 0, each after its rank; null where F is missing, null, an object or an
+ * array). One-field slots' keys have no prefix, and their reads and writes are as they were: the pairs'
+ * keys have an index of their own, partial (`prefix is not null`), which no other key is in. Going back
+ * drops every slot from a collection's first pair on, and their keys: they are made again when asked for.
+ */
+function sortKeyPairs(schema: DialectSchema): Knex.Migration {
+  return {
+    async up(knex) {
+      await knex.raw(`alter table sort_keys add column prefix ${schema.codePointText}`);
+      await knex.raw(
+        'create index sort_keys_pair on sort_keys (collection_id, slot, prefix, rank, num, str, row_id) where prefix is not null',
+      );
+    },
+    async down(knex) {
+      const paired = await knex('collections')
+        .where('sorted', 'like', '%[[%')
+        .orWhere('sorted', 'like', '%,[%')
+        .select<{ id: number; sorted: string }[]>('id', 'sorted');
+      for (const { id, sorted } of paired) {
+        const entries = JSON.parse(sorted) as unknown[];
+        const first = entries.findIndex((entry) => typeof entry !== 'string');
+        if (first < 0) continue;
+        await knex('sort_keys').where('collection_id', id).andWhere('slot', '>=', first).delete();
+        await knex('collections')
+          .where({ id })
+          .update({ sorted: JSON.stringify(entries.slice(0, first)) });
+      }
+      await knex.raw('drop index sort_keys_pair');
+      await knex.raw('alter table sort_keys drop column prefix');
+    },
+  };
+}
 
 /** The name of the database's index that a unique index was before 0027_unique_keys, by its id. */
 const oldUniqueIndexName = (id: number) => `rows_unique_${id}`;

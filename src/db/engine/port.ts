@@ -8,6 +8,7 @@ import type { OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
 import type { Json, Row } from '../../rows.ts';
+import type { SortedEntry } from './sorted.ts';
 
 /**
  * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
@@ -65,8 +66,8 @@ export interface RowImporter {
    * each next one the next (the seqs of their insert events: ../rows/rows.ts, versionOf).
    */
   insertRows(trx: WriteTx, collectionId: number, rows: ImportedRow[], firstSeq: number): Promise<void>;
-  /** Keys the collection's rows with ids from `from` to `to` for the sort index of `field` in `slot`. */
-  keyRows(trx: WriteTx, collectionId: number, slot: number, field: string, from: number, to: number): Promise<void>;
+  /** Keys the collection's rows with ids from `from` to `to` for the sort index of `field` (a field or a pair) in `slot`. */
+  keyRows(trx: WriteTx, collectionId: number, slot: number, field: SortedEntry, from: number, to: number): Promise<void>;
 }
 
 /** A row read by id (RowPort.readRow): its collection's id, and the row's text and version, null when there is no such row. */

@@ -5,6 +5,7 @@ import type { AggregateQuery } from '../../query/aggregate.ts';
 import type { Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
 import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { Dialect, KeyBounds, SqlValue } from './dialect.ts';
+import type { SortedEntry } from './sorted.ts';
 import type { CollectionRef, LivePage, SortedPages, Statement } from './sql/pages.ts';
 import type { KeysWithin } from './sql/reads.ts';
 import type { RelatedRead, ToOneRead } from './sql/related.ts';
@@ -59,8 +60,13 @@ export interface PageSource extends SortedPages {
   relatedRows(read: RelatedRead): Statement;
   /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
   wholeStringKeys: boolean;
-  /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
-  makeSortIndex(accountId: number, name: string, field: string, max: number): Promise<number>;
+  /**
+   * The prefix a pair's keys (../sorted.ts) hold for the value `operand` of its first field, or undefined
+   * when no prefix holds exactly the values equal to it (pairPrefix there).
+   */
+  pairPrefix(operand: number | string | boolean): string | undefined;
+  /** The slot of `field`'s sort index (a field's or a pair's) in the collection, made now if it has none; -1 when it holds `max` already. */
+  makeSortIndex(accountId: number, name: string, field: SortedEntry, max: number): Promise<number>;
   sortIndexes: SortIndexLimits;
   knownIndexes: KnownIndexes;
 }

@@ -9,6 +9,7 @@ import { DatabaseOpenError, dialectGround, knexLog, type OpenedDatabase, type Op
 import type { AreaParts, Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import { pairPrefix } from '../engine/sorted.ts';
 import { scoresWith } from '../engine/sql/filter.ts';
 import { onceAnswerSql } from '../engine/sql/rows.ts';
 import { Waits } from '../engine/waits.ts';
@@ -116,6 +117,12 @@ export async function openPostgres(
     filteredSortedPage,
     relatedRows,
     wholeStringKeys: false,
+    // Escaped as a key's string is, and whole (as keyHoldsWhole).
+    pairPrefix: (operand) =>
+      pairPrefix(operand, (text) => {
+        const key = escapeString(text);
+        return key.length < POSTGRES_KEY_CHARS ? key : undefined;
+      }),
     sortedPage,
     sortedPageAfter,
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, areas.steps, accountId, name, field, max),

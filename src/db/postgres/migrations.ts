@@ -2,7 +2,7 @@
 // the "C" collation, which compares by code point.
 import type { Knex } from 'knex';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
-import { replaceKey } from '../engine/sql/collections.ts';
+import { replaceUnprefixedKey } from '../engine/sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
 import { keyColumns, keysGoWithRowsSql, uniqueKeySql } from './sql/collections.ts';
 import { dropExpiryFunctionSql, dropExpiryTriggersSql, expiryFunctionSql, expiryTriggersSql } from './sql/expiry.ts';
@@ -136,6 +136,6 @@ async function remakePostgresKeys(knex: Knex, rows: string): Promise<void> {
           jsonb_array_elements_text(pg_temp.rowbase_jsonb(c.sorted)) with ordinality as f(field, slot),
           lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows where collection_id = c.id and (${rows})) d
         where d.document is not null) k
-    ${replaceKey}`);
+    ${replaceUnprefixedKey}`);
   await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
 }

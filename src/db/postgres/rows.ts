@@ -17,6 +17,7 @@ import { eventRow, rowJson, versionOf } from '../../rows.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, UniqueIndexes, WriteSteps, WriteTx } from '../engine/dialect.ts';
 import type { ReadRow, RowImporter, RowPort } from '../engine/port.ts';
+import { fieldsOf, type SortedEntry } from '../engine/sorted.ts';
 import { onceByFilter } from '../engine/sql/filter.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import type { Sql } from '../engine/sql/template.ts';
@@ -146,12 +147,12 @@ async function rekeyPatchedRows(
   db: Dialect,
   trx: WriteTx,
   collectionId: number,
-  { sorted, uniques }: { sorted: string[]; uniques: UniqueIndexes },
+  { sorted, uniques }: { sorted: SortedEntry[]; uniques: UniqueIndexes },
   patched: readonly string[] | undefined,
   ids: number[],
 ) {
   for (const [slot, field] of sorted.entries()) {
-    if (patched && !patched.includes(field)) continue;
+    if (patched && !fieldsOf(field).some((each) => patched.includes(each))) continue;
     const { sql, bindings } = keysSql(field, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
   }

@@ -5,11 +5,12 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
 import { type Filter, rankedSearch, without } from '../../query/filter.ts';
-import { type Direction, ordersRelated, type SortKey } from '../../query/order.ts';
+import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/order.ts';
 import type { Relevance } from '../../query/select.ts';
 import type { Json, Row } from '../../rows.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
+import { pairSlot, type SortedEntry } from '../engine/sorted.ts';
 import { byId, byName, type CollectionRef, type KeyRange, type LivePage, withinIndex } from '../engine/sql/pages.ts';
 import { collectionSql, keyCountUpToSql, presentCountSql } from '../engine/sql/reads.ts';
 import type { ToOneRead } from '../engine/sql/related.ts';
@@ -118,16 +119,71 @@ function wholeAnswer(part: PagePart, collection: string, page: LivePage): RowsPa
 async function filteredPage(source: PageSource, accountId: number, collection: string, page: LivePage, filter: Filter): Promise<RowsPage> {
   const fields = fieldsInOrder(filter, page.order);
   if (fields.length === 0) return queryPage(source, byName(accountId, collection), collection, page);
+  const pair = pairAsked(source, fields, page);
   const known = source.knownIndexes.get(accountId, collection);
-  const read = known && (await pageInIndex(source, known, collection, page, fields));
+  if (known && pair) {
+    const paired = await pairedPage(source, known, page, pair);
+    if (paired) return paired;
+  }
+  // A pair asked for and not known to be there: looked up, and made if it may be.
+  const read = known && !(pair && wantsPair(source, known.sorted, pair)) && (await pageInIndex(source, known, collection, page, fields));
   if (read) return read;
   const index = await lookUpIndex(
     source,
     accountId,
     collection,
     fields.map(({ field }) => field),
+    pair?.fields,
   );
+  const paired = pair && (await pairedPage(source, index, page, pair));
+  if (paired) return paired;
   return (await pageInIndex(source, index, collection, page, fields)) ?? queryPage(source, byName(accountId, collection), collection, page);
+}
+
+/**
+ * What a page reads from a pair's slot (../engine/sorted.ts): its `fields` [F, G], and `prefix`, its keys'
+ * prefix of the value F equals. A page's filter is then one equality on F alone (a grant's rule `owner ==
+ * sub`, with no filter of the caller's beside it), of a value whose prefix holds exactly the values equal
+ * to it (PageSource.pairPrefix), and its order one field G (then id) with neither a count nor versions:
+ * the rows it keeps are then one range of the pair's keys, in the page's order, none to test.
+ */
+type PairAsk = { fields: readonly [string, string]; prefix: string };
+
+/** The pair a page can be read from whole (PairAsk), or undefined. */
+function pairAsked(source: PageSource, fields: readonly IndexedField[], page: LivePage): PairAsk | undefined {
+  const [key] = page.order;
+  if (page.order.length !== 1 || page.count || page.versions || key.related || key.field === 'id' || key.field === SCORE) return undefined;
+  const equal = fields.find(({ field, bounds }) => field !== key.field && oneValue(bounds));
+  if (!equal?.whole || equal.bounds.conditions.length !== 1) return undefined;
+  const [condition] = equal.bounds.conditions;
+  if (condition.op !== '$eq') return undefined;
+  const prefix = source.pairPrefix(condition.operand);
+  return prefix === undefined ? undefined : { fields: [equal.field, key.field], prefix };
+}
+
+/** Whether a collection with the slots `sorted` lacks the pair `pair` and may have one more slot. */
+const wantsPair = (source: PageSource, sorted: readonly SortedEntry[], { fields }: PairAsk) =>
+  pairSlot(sorted, fields[0], fields[1]) < 0 && sorted.length < source.sortIndexes.max;
+
+/**
+ * The page from the pair's slot, the keys of its prefix alone: read as a page of one field's index is
+ * (sortedPage, pageAfter), in either direction, after a cursor's place or from an offset, the rows
+ * missing the order's field (or null) last. Undefined when the collection has no such slot, is gone, or
+ * the order is not exact (a string as long as a key is cut at, on PostgreSQL).
+ */
+async function pairedPage(
+  source: PageSource,
+  { id, sorted }: { id: number; sorted: readonly SortedEntry[] },
+  page: LivePage,
+  { fields, prefix }: PairAsk,
+): Promise<RowsPage | undefined> {
+  const slot = pairSlot(sorted, fields[0], fields[1]);
+  if (slot < 0) return undefined;
+  const { direction } = page.order[0];
+  const { json, n, seq, exact } = page.after
+    ? await pageAfter({ source, collectionId: id, slot, order: direction, now: page.now, prefix }, page.after, page.limit)
+    : await sortedPage(source, id, slot, direction, page, prefix);
+  return seq !== null && exact ? { json, n, seq } : undefined;
 }
 
 /**
@@ -140,7 +196,7 @@ async function filteredPage(source: PageSource, accountId: number, collection: s
  */
 export async function guardedPage(
   source: PageSource,
-  known: { id: number; sorted: readonly string[] },
+  known: { id: number; sorted: readonly SortedEntry[] },
   collection: string,
   page: LivePage,
   guard: Sql,
@@ -166,7 +222,7 @@ function fieldsInOrder(filter: Filter, [key]: readonly SortKey[]): IndexedField[
  */
 async function pageInIndex(
   source: PageSource,
-  { id, sorted }: { id: number; sorted: readonly string[] },
+  { id, sorted }: { id: number; sorted: readonly SortedEntry[] },
   collection: string,
   page: LivePage,
   fields: IndexedField[],
@@ -207,7 +263,7 @@ async function pageInIndex(
  */
 async function walkedPage(
   source: PageSource,
-  { id, sorted }: { id: number; sorted: readonly string[] },
+  { id, sorted }: { id: number; sorted: readonly SortedEntry[] },
   page: LivePage,
   index: InIndex,
   guard: Sql | undefined,
@@ -291,7 +347,7 @@ export const keepsExactly = (source: Pick<PageSource, 'wholeStringKeys'>, index:
   index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
 
 /** The first of `fields` the collection has a sort index of, and its slot. */
-export function inIndex(sorted: readonly string[], fields: IndexedField[]): InIndex | undefined {
+export function inIndex(sorted: readonly SortedEntry[], fields: IndexedField[]): InIndex | undefined {
   for (const { field, bounds, whole } of fields) {
     const slot = sorted.indexOf(field);
     if (slot >= 0) return { field, slot, bounds, whole };
@@ -361,7 +417,7 @@ async function indexedPage(
   const { knownIndexes } = source;
   const read = (collectionId: number, slot: number) =>
     page.after
-      ? pageAfter(source, collectionId, slot, direction, page.after, page.limit, page.now)
+      ? pageAfter({ source, collectionId, slot, order: direction, now: page.now }, page.after, page.limit)
       : sortedPage(source, collectionId, slot, direction, page);
   // A collection known to have the index: its page at once, unless the collection of that id is gone
   // (ids are never reused: the name may now be another collection's, or none).
@@ -380,23 +436,27 @@ async function indexedPage(
 }
 
 /**
- * The collection's id and indexed fields, as the database has them now, and remembered: when it has an
- * index of none of `fields` and is large enough, the index of the first is made now (unless it has as
- * many as it may). 404 when the collection does not exist.
+ * The collection's id and indexed fields, as the database has them now, and remembered: when it is large
+ * enough, the slot of the pair `pair` (../engine/sorted.ts) is made now if it has none, else, when it has an
+ * index of none of `fields`, the index of the first (unless it has as many as it may). 404 when the
+ * collection does not exist.
  */
 export async function lookUpIndex(
   source: PageSource,
   accountId: number,
   collection: string,
   fields: readonly string[],
-): Promise<{ id: number; sorted: string[] }> {
+  pair?: readonly [string, string],
+): Promise<{ id: number; sorted: SortedEntry[] }> {
   const { sortIndexes } = source;
   const [found] = await source.read<CollectionRow>(collectionSql, [accountId, collection], 'point');
   if (!found) throw collectionNotFound(collection);
-  const sorted = JSON.parse(found.sorted) as string[];
-  if (!fields.some((field) => sorted.includes(field)) && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
-    const slot = await source.makeSortIndex(accountId, collection, fields[0], sortIndexes.max);
-    if (slot === sorted.length) sorted.push(fields[0]);
+  const sorted = JSON.parse(found.sorted) as SortedEntry[];
+  const wanted =
+    pair && pairSlot(sorted, pair[0], pair[1]) < 0 ? pair : !fields.some((field) => sorted.includes(field)) ? fields[0] : undefined;
+  if (wanted !== undefined && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
+    const slot = await source.makeSortIndex(accountId, collection, wanted, sortIndexes.max);
+    if (slot === sorted.length) sorted.push(wanted);
   }
   const id = Number(found.id);
   source.knownIndexes.set(accountId, collection, id, sorted);
@@ -408,8 +468,15 @@ export async function lookUpIndex(
  * rows missing the field, is one statement. One that reaches them reads the rest from the missing
  * ones, in the same snapshot, so that a change made meanwhile never shows half.
  */
-async function sortedPage(source: PageSource, collectionId: number, slot: number, order: Direction, page: LivePage): Promise<Joined> {
-  const index: SortIndex = { source, collectionId, slot, order, now: page.now };
+async function sortedPage(
+  source: PageSource,
+  collectionId: number,
+  slot: number,
+  order: Direction,
+  page: LivePage,
+  prefix?: string,
+): Promise<Joined> {
+  const index: SortIndex = { source, collectionId, slot, order, now: page.now, prefix };
   const present = await firstPart(source.read, index, page);
   if (order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
   return source.snapshot((read) => restOfDescendingPage(read, index, page));
@@ -420,16 +487,8 @@ async function sortedPage(source: PageSource, collectionId: number, slot: number
  * seeks the index to the place (../sql/pages.ts, sortedPages) and so reads no key before it. Not exact when
  * the index cannot find the place (then the page sorts whole).
  */
-async function pageAfter(
-  source: PageSource,
-  collectionId: number,
-  slot: number,
-  order: Direction,
-  place: Position,
-  limit: number,
-  now: number,
-): Promise<Joined> {
-  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit, now);
+async function pageAfter({ source, collectionId, slot, order, now, prefix }: SortIndex, place: Position, limit: number): Promise<Joined> {
+  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit, now, prefix);
   // A place the index cannot find exactly: read as a page whose order is not exact, sorted whole.
   if (!statement) return { json: '[]', n: 0, seq: 0, exact: false };
   const [part] = await source.read<PagePart>(statement.sql, statement.params);
@@ -443,7 +502,7 @@ async function restOfDescendingPage(read: SnapshotRead, index: SortIndex, page: 
   // Past the present values: the missing ones start at the offset's remainder, 0 on this page's own.
   let offset = 0;
   if (Number(present.n) === 0) {
-    const counted = presentCountSql(index.collectionId, index.slot, index.now);
+    const counted = presentCountSql(index.collectionId, index.slot, index.now, index.prefix);
     const [{ n }] = await read<{ n: number | string }>(counted.sql, counted.params);
     offset = page.offset - Number(n);
   }
@@ -457,6 +516,8 @@ interface SortIndex {
   slot: number;
   order: Direction;
   now: number;
+  /** Of a pair's slot, the prefix whose keys are read (../engine/sorted.ts). */
+  prefix?: string;
 }
 
 /** A page's first part: all of it when ascending; descending, its rows that have the field. */
@@ -466,12 +527,12 @@ const firstPart = (read: SnapshotRead, index: SortIndex, page: LivePage) =>
 /** The rows of `range` in the sort index, from `offset`, at most `limit`, as one part of a page. */
 async function readPart(
   read: SnapshotRead,
-  { source, collectionId, slot, order, now }: SortIndex,
+  { source, collectionId, slot, order, now, prefix }: SortIndex,
   range: KeyRange,
   limit: number,
   offset: number,
 ) {
-  const { sql, params } = source.sortedPage(collectionId, slot, order, range, limit, offset, now);
+  const { sql, params } = source.sortedPage(collectionId, slot, order, range, limit, offset, now, prefix);
   const [part] = await read<PagePart>(sql, params);
   return part;
 }

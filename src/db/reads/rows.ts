@@ -10,6 +10,7 @@ import type { Page } from '../../query/page.ts';
 import { assignable, rowJson, versionOf } from '../../rows.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import { type SortedEntry, slotsOfIndex } from '../engine/sorted.ts';
 import { noSuchRow, pageTooLarge, type VersionedRow } from '../rows/rows.ts';
 import type { AggregateResult } from './aggregates.ts';
 import type { Expansion } from './expand.ts';
@@ -82,7 +83,15 @@ function readRefusal(db: Dialect, error: unknown): unknown {
   return error;
 }
 
-/** Makes a sort index of `field` in the collection (../collections/sort-indexes.ts), unless it has one or as many as it may. */
-export async function sortBy({ pages }: PagedDialect, accountId: number, collection: string, field: string): Promise<void> {
+/**
+ * Makes a sort index of `field` (a field, or a pair: ../engine/sorted.ts) in the collection
+ * (../collections/sort-indexes.ts), unless it has one or as many as it may.
+ */
+export async function sortBy({ pages }: PagedDialect, accountId: number, collection: string, field: SortedEntry): Promise<void> {
   await pages.makeSortIndex(accountId, collection, field, pages.sortIndexes.max);
+}
+
+/** Makes the sort indexes a declared index of `fields` makes (slotsOfIndex), each as sortBy() does. */
+export async function sortByIndex(db: PagedDialect, accountId: number, collection: string, fields: readonly string[]): Promise<void> {
+  for (const entry of slotsOfIndex(fields)) await sortBy(db, accountId, collection, entry);
 }

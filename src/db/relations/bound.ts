@@ -12,6 +12,7 @@ import { type Filter, holdsRelated, holdsSearch, type RelatedCondition } from '.
 import type { SchemaCache, UniqueIndexes } from '../engine/dialect.ts';
 import { StaleSchema } from '../engine/errors.ts';
 import type { PageSource } from '../engine/read-port.ts';
+import type { SortedEntry } from '../engine/sorted.ts';
 import { liveRowSql } from '../engine/sql/expiry.ts';
 import { relationsOfNamedSql } from '../engine/sql/relations.ts';
 import { allOf, raw, type Sql, sql, TRUE } from '../engine/sql/template.ts';
@@ -21,7 +22,7 @@ import { MAX_RELATED_ROWS, type RelationRow } from './filters.ts';
 import type { RelationLinks } from './links.ts';
 
 /** A collection as last seen: its id and the fields of its sort indexes, by slot. */
-type Known = { id: number; sorted: readonly string[] };
+type Known = { id: number; sorted: readonly SortedEntry[] };
 
 /** A filter bound to be read in one statement of the collection `known`, while its row meets `guard`. */
 export interface BoundFilter {
@@ -152,10 +153,10 @@ export async function learnRelations({ source, schemas, accountId }: Binding, co
   const [first] = found;
   schemas.note(accountId, collection, Number(first.schema_id));
   const { knownIndexes } = source;
-  knownIndexes.set(accountId, collection, Number(first.id), JSON.parse(first.sorted) as string[]);
+  knownIndexes.set(accountId, collection, Number(first.id), JSON.parse(first.sorted) as SortedEntry[]);
   for (const row of found.filter((each): each is Found & RelationRow => each.name != null)) {
-    knownIndexes.set(accountId, row.source_name, Number(row.collection_id), JSON.parse(row.source_sorted) as string[]);
-    knownIndexes.set(accountId, row.target_name, Number(row.target_id), JSON.parse(row.target_sorted) as string[]);
+    knownIndexes.set(accountId, row.source_name, Number(row.collection_id), JSON.parse(row.source_sorted) as SortedEntry[]);
+    knownIndexes.set(accountId, row.target_name, Number(row.target_id), JSON.parse(row.target_sorted) as SortedEntry[]);
     const uniques = JSON.parse(row.target_uniques) as UniqueIndexes;
     knownIndexes.setUniqueFields(
       Number(row.target_id),

@@ -10,6 +10,7 @@ import { assignable, eventRow, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, SqlValue, UniqueIndexes, WriteTx } from '../engine/dialect.ts';
 import type { ImportedRow, RowImporter } from '../engine/port.ts';
+import type { SortedEntry } from '../engine/sorted.ts';
 import { importAdvanceSql, lastRowIdSql } from '../engine/sql/rows.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import { appendEvents } from '../events/events.ts';
@@ -62,7 +63,7 @@ export async function importRowsIn(
   await db.schemas.check(read, Number(counters.schema_id), name, fields, (index) => rows[index].id);
   const id = Number(counters.id);
   await importer.insertRows(trx, id, rows, Number(counters.last_seq) - rows.length + 1);
-  const sorted = JSON.parse(counters.sorted) as string[];
+  const sorted = JSON.parse(counters.sorted) as SortedEntry[];
   for (const [slot, field] of sorted.entries()) await importer.keyRows(trx, id, slot, field, first, last);
   // A key another row holds fails the import: its 409 (../collections/indexes.ts, keepingUnique).
   for (const [index, indexed] of JSON.parse(counters.uniques) as UniqueIndexes)

@@ -11,6 +11,7 @@ import type { AreaParts, Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import { pairPrefix } from '../engine/sorted.ts';
 import { scoresWith } from '../engine/sql/filter.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
 import { backupSqlite } from './backup.ts';
@@ -118,6 +119,8 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     filteredSortedPage,
     relatedRows,
     wholeStringKeys: true,
+    // A key holds a string as SQLite's JSON reader reads it: as bound, but for a lone surrogate or a U+0000.
+    pairPrefix: (operand) => pairPrefix(operand, (text) => (text.isWellFormed() && !text.includes('\0') ? text : undefined)),
     sortedPage,
     sortedPageAfter,
     makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),

@@ -18,7 +18,7 @@ import { announceOnCommit } from '../engine/wake-ups.ts';
 import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
 import { filterSql } from './filter.ts';
 import { keysSql } from './sql/collections.ts';
-import { fieldName, pathSafe, rowsSql, rowsWhereSql } from './sql/reads.ts';
+import { pathSafe, rowsSql, rowsWhereSql } from './sql/reads.ts';
 import { importRowsSql, insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql } from './sql/rows.ts';
 import type { SqliteWriter } from './writer.ts';
 
@@ -63,8 +63,8 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
       await writer.inTransaction(trx, importRowsSql, [collectionId, firstSeq, JSON.stringify(rows.map(({ id, text }) => [id, text]))]);
     },
     async keyRows(trx, collectionId, slot, field, from, to) {
-      const { sql, binding } = fieldName(field);
-      await writer.inTransaction(trx, keysSql(sql, 'r.id between ? and ?'), [collectionId, slot, binding, collectionId, from, to]);
+      const { sql, bindings } = keysSql(field, 'r.id between ? and ?');
+      await writer.inTransaction(trx, sql, [collectionId, slot, ...bindings, collectionId, from, to]);
     },
   };
 

@@ -6,6 +6,7 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
+import { type SortedEntry, slotOf } from '../engine/sorted.ts';
 import { setSortedSql } from '../engine/sql/collections.ts';
 import {
   countersSql,
@@ -17,7 +18,6 @@ import {
   oldestEventSql,
   touchedRows,
 } from './sql/collections.ts';
-import { fieldName } from './sql/reads.ts';
 
 /** The rows an index's making keys in one write at most. */
 export const SORT_INDEX_STEP_ROWS = 5000;
@@ -40,8 +40,8 @@ export class SortIndexMaker {
     private readonly writes: GroupedWrites,
   ) {}
 
-  /** The slot of `field`'s sort index in the account's collection `name`, made now if it has none; -1 when it has `max`. */
-  async make(accountId: number, name: string, field: string, max: number): Promise<number> {
+  /** The slot of `field`'s sort index (a field's or a pair's) in the account's collection `name`, made now if it has none; -1 when it has `max`. */
+  async make(accountId: number, name: string, field: SortedEntry, max: number): Promise<number> {
     const key = `${accountId}/${name}`;
     const before = this.making.get(key) ?? Promise.resolve(-1);
     const made = before.catch(() => -1).then(() => this.inSteps(accountId, name, field, max));
@@ -53,14 +53,14 @@ export class SortIndexMaker {
     }
   }
 
-  private async inSteps(accountId: number, name: string, field: string, max: number): Promise<number> {
+  private async inSteps(accountId: number, name: string, field: SortedEntry, max: number): Promise<number> {
     const { db, writes } = this;
-    const { sql: nameSql, binding } = fieldName(field);
+    const keys = (rows: string) => keysSql(field, rows);
     const start = await writes.run(async (trx) => {
       const [found] = await db.run<Counters>(trx, countersSql, [accountId, name]);
       if (!found) throw collectionNotFound(name);
-      const sorted = JSON.parse(found.sorted) as string[];
-      const slot = sorted.indexOf(field);
+      const sorted = JSON.parse(found.sorted) as SortedEntry[];
+      const slot = slotOf(sorted, field);
       if (slot >= 0 || sorted.length >= max) return { slot };
       await db.run(trx, dropKeysFromSlotSql, [found.id, sorted.length]);
       return { slot: sorted.length, id: Number(found.id), lastRowId: Number(found.last_row_id), lastSeq: Number(found.last_seq) };
@@ -69,26 +69,29 @@ export class SortIndexMaker {
     const { id, slot, lastRowId, lastSeq } = start;
     for (let from = 1; from <= lastRowId; from += SORT_INDEX_STEP_ROWS) {
       const to = Math.min(lastRowId, from + SORT_INDEX_STEP_ROWS - 1);
-      await writes.run((trx) => db.run(trx, keysSql(nameSql, 'r.id between ? and ?'), [id, slot, binding, id, from, to]));
+      const { sql, bindings } = keys('r.id between ? and ?');
+      await writes.run((trx) => db.run(trx, sql, [id, slot, ...bindings, id, from, to]));
     }
     return writes.run(async (trx) => {
       const [found] = await db.run<Counters>(trx, countersSql, [accountId, name]);
       // Deleted meanwhile (and maybe made again): its keys went with it.
       if (!found || Number(found.id) !== id) return -1;
-      const sorted = JSON.parse(found.sorted) as string[];
+      const sorted = JSON.parse(found.sorted) as SortedEntry[];
       if (sorted.length !== slot) throw new Error(`the sort index of ${name} in slot ${slot} was made twice at once`);
       const [{ oldest }] = await db.run<{ oldest: number | null }>(trx, oldestEventSql, [id]);
       if (Number(found.last_seq) > lastSeq && (oldest === null || Number(oldest) > lastSeq + 1)) {
         // Events of the writes made meanwhile are pruned already: every row is keyed again.
         await db.run(trx, dropSlotKeysSql, [id, slot]);
-        await db.run(trx, keysSql(nameSql, 'r.id between 1 and ?'), [id, slot, binding, id, Number(found.last_row_id)]);
+        const { sql, bindings } = keys('r.id between 1 and ?');
+        await db.run(trx, sql, [id, slot, ...bindings, id, Number(found.last_row_id)]);
       } else {
         await db.run(trx, dropTouchedKeysSql, [id, slot, id, lastSeq]);
-        await db.run(trx, keysSql(nameSql, `r.id in ${touchedRows}`), [id, slot, binding, id, id, lastSeq]);
+        const { sql, bindings } = keys(`r.id in ${touchedRows}`);
+        await db.run(trx, sql, [id, slot, ...bindings, id, id, lastSeq]);
       }
       await db.run(trx, setSortedSql, [JSON.stringify([...sorted, field]), id]);
-      // The strings of the field's unique index are the sort index's to keep from now on.
-      await db.run(trx, dropStringKeysSql, [id, field]);
+      // The strings of the field's unique index are the sort index's to keep from now on (a pair keeps none).
+      if (typeof field === 'string') await db.run(trx, dropStringKeysSql, [id, field]);
       return slot;
     });
   }

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import knexFactory, { type Knex } from 'knex';
 import { hashKey } from '../../../src/api-keys/hash.ts';
 import { migrationSource } from '../../../src/db/engine/migrations.ts';
-import { replaceKey } from '../../../src/db/engine/sql/collections.ts';
+import { replaceUnprefixedKey } from '../../../src/db/engine/sql/collections.ts';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
 import { keyColumns } from '../../../src/db/postgres/sql/collections.ts';
@@ -83,7 +83,7 @@ describe('migrations on PostgreSQL', () => {
           `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
             select collection_id, ?::integer, id, ${keyColumns('j')}
             from (select collection_id, id, replace(data, '\\u0000', '\\u0001')::jsonb -> ? as j from rows where collection_id = ?) r
-            ${replaceKey}`,
+            ${replaceUnprefixedKey}`,
           [slot, field.replaceAll('\u0000', '\u0001'), id],
         );
       }
@@ -132,7 +132,7 @@ describe('migrations on PostgreSQL', () => {
             from (select collection_id, id,
                 replace(replace(replace(data, '\\\\', '\\u005c'), '\\u0001', '\\u0001\\u0002'), '\\u0000', '\\u0001\\u0001')::jsonb -> ? as j
               from rows where collection_id = ?) r
-            ${replaceKey}`,
+            ${replaceUnprefixedKey}`,
           [slot, field, id],
         );
       }
@@ -531,6 +531,50 @@ describe('migration 0030_sqlite_strings_kept_by_sort_indexes', () => {
       expect((await client.post('/v1/collections/people/rows', [{ email: 'a' }])).status).to.equal(201);
     } finally {
       await server.stop();
+    }
+  });
+});
+
+describeEachBackend('migration 0031_sort_key_pairs', (backend) => {
+  it('gives keys a prefix and pairs an index of their own, and going back drops the slots from the first pair on', async () => {
+    const { database, schema, knex } = await migratedBefore(backend, '0031');
+    const at = '2026-01-01T00:00:00.000Z';
+    const source = migrationSource(schema);
+    const keysOf = async (id: number) =>
+      (await knex('sort_keys').where({ collection_id: id }).orderBy(['slot', 'row_id']).select('slot', 'row_id')).map(
+        (key: { slot: number; row_id: number | string }) => [Number(key.slot), Number(key.row_id)],
+      );
+    try {
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+      const { id: accountId } = await knex('accounts').first('id');
+      await knex('collections').insert({ account_id: accountId, name: 'scores', created_at: at, row_count: 2, sorted: '["n"]' });
+      const { id } = await knex('collections').first('id');
+      await knex('rows').insert([1, 2].map((n) => ({ collection_id: id, id: n, data: `{"n":${n},"o":"a"}`, version: n })));
+      await knex('sort_keys').insert([1, 2].map((n) => ({ collection_id: id, slot: 0, row_id: n, rank: 1, num: n })));
+      await knex.migrate.up({ migrationSource: source });
+      expect((await knex('sort_keys').whereNotNull('prefix').select('row_id')).length).to.equal(0);
+      // A pair made after it, in slot 1, and a field's in slot 2.
+      await knex('collections').where({ id }).update({ sorted: '["n",["o","n"],"o"]' });
+      const pairKeys = [1, 2].map((n) => ({ collection_id: id, slot: 1, row_id: n, rank: 1, num: n, prefix: '2:a' }));
+      await knex('sort_keys').insert([...pairKeys, ...[1, 2].map((n) => ({ collection_id: id, slot: 2, row_id: n, rank: 2, str: 'a' }))]);
+      await knex.migrate.down({ migrationSource: source });
+      expect((await knex('collections').where({ id }).first('sorted')).sorted).to.equal('["n"]');
+      expect(await keysOf(id)).to.deep.equal([
+        [0, 1],
+        [0, 2],
+      ]);
+      let failed = false;
+      await knex('sort_keys')
+        .select('prefix')
+        .catch(() => {
+          failed = true;
+        });
+      expect(failed, 'no prefix once gone back').to.equal(true);
+      await knex.migrate.up({ migrationSource: source });
+      expect((await knex('sort_keys').select('prefix')).length).to.equal(2);
+    } finally {
+      await knex.destroy();
+      await database.drop();
     }
   });
 });

@@ -29,6 +29,10 @@ export const setSortedSql = 'update collections set sorted = ? where id = ?';
  * read the upsert's ON CONFLICT as one).
  */
 export const replaceKey =
+  'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,\n    prefix = excluded.prefix';
+
+/** replaceKey before keys had a prefix (0031_sort_key_pairs), as migrations before it write keys. */
+export const replaceUnprefixedKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
 
 /** The order of sort keys (`k` their table's alias and a dot, or empty), and of rows with equal keys by id. */

@@ -21,16 +21,36 @@ export type KeyRange = 'all' | 'present' | 'missing';
 /** The condition on `rank` of each range. */
 const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', missing: 'and rank = 5' };
 
-/** The statements that read a page of a sort index's keys (sortedPages()). */
+/**
+ * The statements that read a page of a sort index's keys (sortedPages()). With `prefix`, the index in
+ * `slot` is a pair's (../sorted.ts), and the keys read are those within that prefix alone.
+ */
 export interface SortedPages {
   /** The rows of `range` in the sort index in `slot` that live at `now`, from `offset`, at most `limit`; its one row is a PagePart. */
-  sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number, now: number): Statement;
+  sortedPage(
+    collectionId: number,
+    slot: number,
+    order: Direction,
+    range: KeyRange,
+    limit: number,
+    offset: number,
+    now: number,
+    prefix?: string,
+  ): Statement;
   /**
    * The rows after `place` in the order of the sort index in `slot` that live at `now`, at most `limit`,
    * missing ones included; its one row is a PagePart. Undefined when the index cannot find the place
    * exactly (on PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
    */
-  sortedPageAfter(collectionId: number, slot: number, order: Direction, place: Position, limit: number, now: number): Statement | undefined;
+  sortedPageAfter(
+    collectionId: number,
+    slot: number,
+    order: Direction,
+    place: Position,
+    limit: number,
+    now: number,
+    prefix?: string,
+  ): Statement | undefined;
 }
 
 /** The direction ties between equal keys break by id in: the last key's. */
@@ -309,28 +329,38 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
   const at = { collectionId: placeholder(bind, 'collectionId'), now: placeholder(bind, 'now') };
   const slot = `slot = ${placeholder(bind, 'slot')}`;
   const limit = `limit +${placeholder(bind, 'limit')}`;
-  const rangeText = (dir: Direction, range: KeyRange, skips: boolean) =>
+  // A pair's prefix, bound after the statement's other bindings (the `n`-th).
+  const within = (pair: boolean, n: number) => (pair ? ` and prefix = ${bind.param(n)}` : '');
+  const rangeText = (dir: Direction, range: KeyRange, skips: boolean, pair: boolean) =>
     text(
-      (read) => `select ${read.columns} from ${read.from} where ${read.collection} and ${slot} ${ranks[range]} and ${read.live}
+      (
+        read,
+      ) => `select ${read.columns} from ${read.from} where ${read.collection} and ${slot}${within(pair, 6)} ${ranks[range]} and ${read.live}
       order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
       keyOrder('k.', dir),
       { ...at, skips },
     );
-  // By direction, range, then whether the page starts past an offset.
+  // By direction, range, then whether the page starts past an offset (+1) and is a pair's (+2).
+  const shapes = [0, 1, 2, 3];
   const texts = Object.fromEntries(
     (['asc', 'desc'] as const).map((dir) => [
       dir,
       Object.fromEntries(
-        (['all', 'present', 'missing'] as const).map((range) => [range, [false, true].map((skips) => rangeText(dir, range, skips))]),
+        (['all', 'present', 'missing'] as const).map((range) => [
+          range,
+          shapes.map((shape) => rangeText(dir, range, (shape & 1) === 1, shape >= 2)),
+        ]),
       ),
     ]),
   ) as Record<Direction, Record<KeyRange, string[]>>;
-  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
+  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean, pair: boolean) => {
     const ranges = rangesAfter(order, column, laterRanks, bind);
+    // The place's value, when it has one, is the 7th binding.
+    const prefix = within(pair, column === 'none' ? 7 : 8);
     const parts = (read: KeysRead) =>
       ranges.map(
         (range, index) => `select * from (select ${index} as part, ${read.columns} from ${read.from}
-        where ${read.collection} and ${slot} and ${range} and ${read.live} order by ${keyOrder('', order)} ${limit}) k${index}`,
+        where ${read.collection} and ${slot}${prefix} and ${range} and ${read.live} order by ${keyOrder('', order)} ${limit}) k${index}`,
       );
     return text((read) => `${parts(read).join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, {
       ...at,
@@ -339,11 +369,11 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
   };
   const afterTexts = new Map<string, string>();
   return {
-    sortedPage: (id, slot, order, range, limit, offset, now) => ({
-      sql: texts[order][range][Number(offset > 0)],
-      params: [id, slot, limit, now, offset],
+    sortedPage: (id, slot, order, range, limit, offset, now, prefix) => ({
+      sql: texts[order][range][Number(offset > 0) + (prefix === undefined ? 0 : 2)],
+      params: prefix === undefined ? [id, slot, limit, now, offset] : [id, slot, limit, now, offset, prefix],
     }),
-    sortedPageAfter(id, slot, order, place, limit, now) {
+    sortedPageAfter(id, slot, order, place, limit, now, prefix) {
       const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
       const params: SqlValue[] = [id, slot, limit, now, rank, place.id];
       if (scalar !== null) {
@@ -352,10 +382,12 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
         params.push(value);
       }
       const column: PlaceColumn = scalar === null ? 'none' : rank === 2 ? 'str' : 'num';
-      const shape = `${order} ${column} ${rank < 5}`;
+      const pair = prefix !== undefined;
+      if (pair) params.push(prefix);
+      const shape = `${order} ${column} ${rank < 5} ${pair}`;
       let sql = afterTexts.get(shape);
       if (!sql) {
-        sql = afterText(order, column, rank < 5);
+        sql = afterText(order, column, rank < 5, pair);
         afterTexts.set(shape, sql);
       }
       return { sql, params };

@@ -10,11 +10,12 @@ export const collectionSql = 'select id, row_count, sorted from collections wher
 
 /**
  * How many rows that live at `now` (ms since the epoch) have a value for the field of the sort index in
- * `slot` of the collection `collectionId`: where its missing ones start, as a page of them counts its offset.
+ * `slot` of the collection `collectionId` (within `prefix`, of a pair's: ../sorted.ts): where its missing ones start,
+ * as a page of them counts its offset.
  */
-export const presentCountSql = (collectionId: number, slot: number, now: number): Sql =>
-  sql`select count(*) as n from sort_keys where collection_id = ${collectionId} and slot = ${slot} and rank < 5
-    and ${liveKeySql(sql`${collectionId}`, now)}`;
+export const presentCountSql = (collectionId: number, slot: number, now: number, prefix?: string): Sql =>
+  sql`select count(*) as n from sort_keys where collection_id = ${collectionId} and slot = ${slot}${prefix === undefined ? raw('') : sql` and prefix = ${prefix}`}
+    and rank < 5 and ${liveKeySql(sql`${collectionId}`, now)}`;
 
 /** What starts every row's JSON text (rowJsonWith), its characters as they are. */
 export const ROW_START = '{"id":';

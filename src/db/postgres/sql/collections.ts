@@ -1,7 +1,8 @@
 // PostgreSQL's SQL of collections: a sort index's keys, and unique indexes' keys.
 import type { UniqueKeySql } from '../../engine/dialect.ts';
+import { isPair, orderedField, PREFIX_SAFE, type SortedEntry } from '../../engine/sorted.ts';
 import { keyHoldersSql, replaceKey } from '../../engine/sql/collections.ts';
-import { field, jsonbOf } from '../jsonb.ts';
+import { escapeString, field, jsonbOf } from '../jsonb.ts';
 
 /**
  * The characters of a string a key holds at most. A btree key is at most 2,704 bytes, and a row's
@@ -26,18 +27,32 @@ const idRange = 'id between ? and ?';
 export const idList = "id = any(string_to_array(?::text, ',')::bigint[])";
 
 /**
- * The keys of rows of the collection, from their stored texts read as jsonb (strings escaped:
- * jsonbOf()): those of new rows (`ids` idRange), or, each replacing the row's key, those of rows
- * changed by filter (`ids` idList, `replace`), one statement a field. Params: the slot, these
- * bindings, the collection's id, then the ids' parameters.
+ * A pair's prefix (../../engine/sorted.ts) of the jsonb value `j` of its first field: a number's integer
+ * text after `1:` (1 and 1.0 alike) below PREFIX_SAFE, else `1:~`, which no page reads; a string's
+ * first POSTGRES_KEY_CHARS characters, escaped (as a key's `str`), after `2:`; a boolean's 1 or 0 after
+ * `3:`; null for anything else.
  */
-export function keysSql(name: string, ids = idRange, replace = false) {
-  const { value, bindings } = field(name);
+export const prefixColumn = (j: string) => `case jsonb_typeof(${j})
+      when 'number' then case when (${j})::numeric = trunc((${j})::numeric) and abs((${j})::numeric) < ${PREFIX_SAFE}
+        then '1:' || trunc((${j})::numeric)::text else '1:~' end
+      when 'string' then '2:' || left(${j} #>> '{}', ${POSTGRES_KEY_CHARS})
+      when 'boolean' then case when (${j})::boolean then '3:1' else '3:0' end end`;
+
+/**
+ * The keys of rows of the collection in the slot of `entry` (a field, or a pair: then with its prefix),
+ * from their stored texts read as jsonb (strings escaped: jsonbOf()): those of new rows (`ids` idRange),
+ * or, each replacing the row's key, those of rows changed by filter (`ids` idList, `replace`), one
+ * statement a slot. Params: the slot, these bindings, the collection's id, then the ids' parameters.
+ */
+export function keysSql(entry: SortedEntry, ids = idRange, replace = false) {
+  const order = escapeString(orderedField(entry));
+  const first = isPair(entry) ? escapeString(entry[0]) : undefined;
   return {
-    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select collection_id, ?::integer, id, ${keyColumns('j')}
-      from (select collection_id, id, ${value} as j from rows where collection_id = ? and ${ids}) r${replace ? ` ${replaceKey}` : ''}`,
-    bindings,
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+      select collection_id, ?::integer, id, ${keyColumns('j')}, ${first === undefined ? 'null' : prefixColumn('p')}
+      from (select collection_id, id, d -> ? as j${first === undefined ? '' : ', d -> ? as p'}
+        from (select collection_id, id, ${jsonbOf('data')} as d from rows where collection_id = ? and ${ids} offset 0) d) r${replace ? ` ${replaceKey}` : ''}`,
+    bindings: first === undefined ? [order] : [order, first],
   };
 }
 

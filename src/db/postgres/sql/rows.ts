@@ -3,7 +3,7 @@
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { document, jsonbOf } from '../jsonb.ts';
-import { keyColumns, parsedUniqueKey } from './collections.ts';
+import { keyColumns, parsedUniqueKey, prefixColumn } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -71,11 +71,13 @@ const rowsWritten = `, stored as (
   ), parsed as (
     select b.collection_id, b.id, ${document('b').sql} as j from batch b
   ), keyed as (
-    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
+    insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}, ${prefixColumn('k.f')}
         from counters c,
-          jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
-          lateral (select p.collection_id, p.id, p.j -> f.field as j from parsed p where p.collection_id = c.id offset 0) k
+          jsonb_array_elements(${jsonbOf('c.sorted')}) with ordinality as f(entry, slot),
+          lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+              case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
+            from parsed p where p.collection_id = c.id offset 0) k
   ), uniqued as (
     insert into unique_keys (collection_id, row_id, index_id, key)
       select k.collection_id, k.id, (u.value ->> 0)::integer, ${parsedUniqueKey('k.j', 'u.value -> 1')}

@@ -1,5 +1,7 @@
 // SQLite's SQL of collections: the making of a sort index's keys, and unique indexes' keys.
 import type { UniqueKeySql } from '../../engine/dialect.ts';
+import { isPair, orderedField, PREFIX_SAFE, type SortedEntry } from '../../engine/sorted.ts';
+import { fieldName } from './reads.ts';
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
 export const keyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
@@ -16,14 +18,33 @@ export const keyColumns = `case t when 'integer' then 1 when 'real' then 1 when 
 export const fieldJoin = (data: string, name: string) => `left join json_each(${data}) k on k.key = ${name}`;
 
 /**
- * The keys of the stored rows that `rows` picks (a condition on `r.id`). Params: the collection's id,
- * the slot, the field's name (`name`, as fieldName() gives it), then the collection's id and those of
- * `rows`.
+ * A pair's prefix (../../engine/sorted.ts) of the value `t`, `v` (as keyColumns reads them) of its first
+ * field: a number's integer text after `1:` (1 and 1.0 alike) below PREFIX_SAFE, else `1:~`, which no
+ * page reads; a string's text after `2:`; a boolean's 1 or 0 after `3:`; null for anything else.
  */
-export const keysSql = (name: string, rows: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-  select ?, ?, id, ${keyColumns}
-  from (select r.id, k.type as t, k.atom as v from rows r ${fieldJoin('r.data', name)}
-    where r.collection_id = ? and ${rows}) rows`;
+const prefixColumn = (t: string, v: string) => `case ${t}
+      when 'integer' then case when abs(${v}) < ${PREFIX_SAFE} then '1:' || ${v} else '1:~' end
+      when 'real' then case when ${v} = cast(${v} as integer) and abs(${v}) < ${PREFIX_SAFE} then '1:' || cast(${v} as integer) else '1:~' end
+      when 'text' then '2:' || ${v} when 'true' then '3:1' when 'false' then '3:0' end`;
+
+/** A pair's prefix of the row text `data`, its first field's name SQL `name`. */
+export const prefixOf = (data: string, name: string) =>
+  `(select ${prefixColumn('p.type', 'p.atom')} from json_each(${data}) p where p.key = ${name})`;
+
+/**
+ * The keys of the stored rows that `rows` picks (a condition on `r.id`) in the slot of `entry`. Params: the
+ * collection's id, the slot, `bindings` (the fields' names), then the collection's id and those of `rows`.
+ */
+export function keysSql(entry: SortedEntry, rows: string) {
+  const [order, first] = [fieldName(orderedField(entry)), isPair(entry) ? fieldName(entry[0]) : undefined];
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  select ?, ?, id, ${keyColumns}, p
+  from (select r.id, k.type as t, k.atom as v, ${first ? prefixOf('r.data', first.sql) : 'null'} as p from rows r ${fieldJoin('r.data', order.sql)}
+    where r.collection_id = ? and ${rows}) rows`,
+    bindings: first ? [first.binding, order.binding] : [order.binding],
+  };
+}
 
 /** Keys of a slot and the slots after it, left by a making cut short. */
 export const dropKeysFromSlotSql = 'delete from sort_keys where collection_id = ? and slot >= ?';

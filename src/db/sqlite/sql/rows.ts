@@ -7,7 +7,7 @@ import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
-import { fieldJoin, heldAsString, keyColumns, stringsTaken, uniqueKeySql } from './collections.ts';
+import { fieldJoin, heldAsString, keyColumns, prefixOf, stringsTaken, uniqueKeySql } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -26,13 +26,14 @@ const collection = 'c.id = new.collection_id';
 
 /**
  * The sort keys of the rows of `rows` (a FROM item `r`, each row's id and text read by `id` and
- * `data`), for every field the collection `c` has an index for (its slot: the field's position in
- * `sorted`), each found as an index's first keys are (fieldJoin).
+ * `data`), for every slot the collection `c` has (its position in `sorted`), each found as an index's
+ * first keys are (fieldJoin): a slot's field, or a pair's second, and a pair's prefix (prefixOf).
  */
-const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-    select collection_id, slot, id, ${keyColumns}
-    from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v
-      from collections c, json_each(c.sorted) f, ${rows} ${fieldJoin(data, 'f.value')}
+const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+    select collection_id, slot, id, ${keyColumns}, p
+    from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v,
+        case when f.type = 'array' then ${prefixOf(data, 'f.value ->> 0')} end as p
+      from collections c, json_each(c.sorted) f, ${rows} ${fieldJoin(data, "case when f.type = 'array' then f.value ->> 1 else f.value end")}
       where ${collection})`;
 
 /**
@@ -173,7 +174,8 @@ const rowPatches = (n: number) => {
     ${setRow}
     select raise(abort, 'row too large') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
-      ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+      ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+        or prefix is not excluded.prefix;
     ${stringsTaken('new.collection_id', `k.row_id = (select r.id from rows r where ${row})`, true)};
     ${uniqueKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')};
   end;`;
