@@ -60,6 +60,34 @@ const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].dire
 export type Statement = { sql: string; params: SqlValue[] };
 
 /**
+ * How a dialect cuts rows in a page's order to the page (every page's statement: wholePage, sortedPages,
+ * a filtered page's): `sorted`, a select in that order with no LIMIT, cut to `limit` rows past `offset`
+ * (SQL of their placeholders, placed in that order after `sorted`'s; no `offset`: none skipped).
+ * `planned` is the count of rows the statement is written for (plannedRows()).
+ */
+export interface PageCut {
+  /**
+   * The count of rows a page's statement is written for when the page reads at most `rows` (its offset
+   * and limit): one of a fixed list of the dialect's own (PostgreSQL's: its planner's estimate of a
+   * page), never the client's number; undefined where the statement's text does not depend on it (SQLite),
+   * or past the list's last.
+   */
+  plannedRows(rows: number): number | undefined;
+  cut(sorted: string, limit: string, offset: string | undefined, planned: number | undefined): string;
+}
+
+/** `sorted` (SQL and its bindings) cut by `dialect` to `limit` rows past `offset` (PageCut): numbers, or a template's holes (template.ts). */
+export function cutSql(dialect: PageCut, sorted: Sql, limit: number | Sql, offset: number | Sql): Sql {
+  // A template's holes are bound anew at each use: its text is written for no count of rows.
+  const planned = typeof limit === 'number' && typeof offset === 'number' ? dialect.plannedRows(offset + limit) : undefined;
+  const [limitSql, offsetSql] = [sql`${limit}`, sql`${offset}`];
+  return {
+    sql: dialect.cut(sorted.sql, limitSql.sql, offsetSql.sql, planned),
+    params: [...sorted.params, ...limitSql.params, ...offsetSql.params],
+  };
+}
+
+/**
  * A filter's condition `filter` on the rows whose keys in the sort index in `slot` of the collection are
  * within `bounds` (the dialect's keyBoundsSql): the index finds them, the filter tests them.
  */
@@ -121,8 +149,8 @@ export type FieldOrder = (
  * `where` (the filter's) and by the place the page comes after (afterPlace()), ordered by those fields
  * and then by id, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null
  * when there is no such collection. Its text depends only on the directions, how the fields are read
- * and how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`,
- * as pageRange (../sql/reads.ts) says why. With `scores`, the rows are those it scores, each with its
+ * and how the collection is found, so a prepared statement serves every field name. Its rows are cut to
+ * the page as the dialect cuts them (PageCut). With `scores`, the rows are those it scores, each with its
  * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too. With `toOnes`,
  * joined by it instead, each row with its to-one relations' rows, and `held` beside them (ToOnesJson).
  */
@@ -182,9 +210,10 @@ export function wholePage(
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   const json = toOnes ? toOnes.rows : raw(pageJson.rows(order));
   const held = toOnes ? sql`, ${toOnes.held} as held` : raw('');
+  const sorted = sql`select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)}`;
   return sql`select count(*) as n, ${json} as json${scoresJson},
         ${collection.lastSeq} as seq${total}${held}
-      from (select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)} limit +${page.limit} offset ${page.offset}) r`;
+      from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r`;
 }
 
 /**
@@ -226,13 +255,14 @@ export interface ToOnesJson {
 }
 
 /**
- * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,
- * their JSON texts, as PagePart's `json`; `scores`, a scored page's rows' `score` as PagePart's `scores`.
+ * How a dialect cuts a page's rows sorted whole to the page (PageCut) and joins them, each in `order` (SQL
+ * of the page's order): `rows`, their JSON texts, as PagePart's `json`; `scores`, a scored page's rows'
+ * `score` as PagePart's `scores`.
  * `fence` ends the subquery of the rows of a page ordered through a relation, so that the database runs
  * it as it is: merged into the query that sorts it, each use of a related row's field in the order would
  * look the related row up again.
  */
-export interface PageJson {
+export interface PageJson extends PageCut {
   rows(order: string): string;
   scores(order: string): string;
   fence: string;
@@ -265,10 +295,10 @@ function afterPlace(columns: readonly PlacedColumn[]): Sql {
 /**
  * How a dialect writes the statements of sortedPages: `param(n)`, the placeholder of a statement's n-th
  * binding, numbered so that a binding used in several places is bound once; `sql(placeholder)`, a sort
- * key's number or string where a statement compares it with the keys; and `value`, its binding, or
- * undefined when no key can be compared with it exactly.
+ * key's number or string where a statement compares it with the keys; `value`, its binding, or
+ * undefined when no key can be compared with it exactly; and how it cuts the keys to the page (PageCut).
  */
-export interface KeyBinding {
+export interface KeyBinding extends PageCut {
   param(n: number): string;
   sql(placeholder: string): string;
   value(scalar: number | string): SqlValue | undefined;
@@ -316,8 +346,8 @@ type SortedPageText = (
 
 /**
  * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text` (SortedPageText): each
- * text made once for each shape, since statements are kept by their text. Their bindings are numbered as
- * `binding` says; each LIMIT is `+` its binding, as pageRange (../sql/reads.ts) says why.
+ * text made once for each shape and count of rows planned (PageCut), since statements are kept by their
+ * text. Their bindings are numbered as `binding` says; the keys are cut to the page by the dialect.
  *
  * A page after a place is the keys of the index past it, as ranges of the index one after another,
  * each read from its start: the place's key with a later id; the same rank with a later value (for
@@ -328,51 +358,57 @@ type SortedPageText = (
 export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages {
   const at = { collectionId: placeholder(bind, 'collectionId'), now: placeholder(bind, 'now') };
   const slot = `slot = ${placeholder(bind, 'slot')}`;
-  const limit = `limit +${placeholder(bind, 'limit')}`;
+  const limit = placeholder(bind, 'limit');
   // A pair's prefix, bound after the statement's other bindings (the `n`-th).
   const within = (pair: boolean, n: number) => (pair ? ` and prefix = ${bind.param(n)}` : '');
-  const rangeText = (dir: Direction, range: KeyRange, skips: boolean, pair: boolean) =>
+  const rangeText = (dir: Direction, range: KeyRange, skips: boolean, pair: boolean, planned: number | undefined) =>
     text(
-      (
-        read,
-      ) => `select ${read.columns} from ${read.from} where ${read.collection} and ${slot}${within(pair, 6)} ${ranks[range]} and ${read.live}
-      order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
+      (read) =>
+        bind.cut(
+          `select ${read.columns} from ${read.from} where ${read.collection} and ${slot}${within(pair, 6)} ${ranks[range]} and ${read.live}
+      order by ${keyOrder('', dir)}`,
+          limit,
+          placeholder(bind, 'offset'),
+          planned,
+        ),
       keyOrder('k.', dir),
       { ...at, skips },
     );
-  // By direction, range, then whether the page starts past an offset (+1) and is a pair's (+2).
-  const shapes = [0, 1, 2, 3];
-  const texts = Object.fromEntries(
-    (['asc', 'desc'] as const).map((dir) => [
-      dir,
-      Object.fromEntries(
-        (['all', 'present', 'missing'] as const).map((range) => [
-          range,
-          shapes.map((shape) => rangeText(dir, range, (shape & 1) === 1, shape >= 2)),
-        ]),
-      ),
-    ]),
-  ) as Record<Direction, Record<KeyRange, string[]>>;
-  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean, pair: boolean) => {
+  // By direction, range, whether the page starts past an offset, whether it is a pair's, and the count of rows planned.
+  const texts = new Map<string, string>();
+  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean, pair: boolean, planned: number | undefined) => {
     const ranges = rangesAfter(order, column, laterRanks, bind);
     // The place's value, when it has one, is the 7th binding.
     const prefix = within(pair, column === 'none' ? 7 : 8);
     const parts = (read: KeysRead) =>
       ranges.map(
-        (range, index) => `select * from (select ${index} as part, ${read.columns} from ${read.from}
-        where ${read.collection} and ${slot}${prefix} and ${range} and ${read.live} order by ${keyOrder('', order)} ${limit}) k${index}`,
+        (range, index) =>
+          `select * from (${bind.cut(
+            `select ${index} as part, ${read.columns} from ${read.from}
+        where ${read.collection} and ${slot}${prefix} and ${range} and ${read.live} order by ${keyOrder('', order)}`,
+            limit,
+            undefined,
+            planned,
+          )}) k${index}`,
       );
-    return text((read) => `${parts(read).join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, {
+    return text((read) => bind.cut(parts(read).join('\n      union all '), limit, undefined, planned), `k.part, ${keyOrder('k.', order)}`, {
       ...at,
       skips: false,
     });
   };
   const afterTexts = new Map<string, string>();
   return {
-    sortedPage: (id, slot, order, range, limit, offset, now, prefix) => ({
-      sql: texts[order][range][Number(offset > 0) + (prefix === undefined ? 0 : 2)],
-      params: prefix === undefined ? [id, slot, limit, now, offset] : [id, slot, limit, now, offset, prefix],
-    }),
+    sortedPage(id, slot, order, range, limit, offset, now, prefix) {
+      const planned = bind.plannedRows(offset + limit);
+      const pair = prefix !== undefined;
+      const shape = `${order} ${range} ${offset > 0} ${pair} ${planned}`;
+      let sql = texts.get(shape);
+      if (!sql) {
+        sql = rangeText(order, range, offset > 0, pair, planned);
+        texts.set(shape, sql);
+      }
+      return { sql, params: pair ? [id, slot, limit, now, offset, prefix] : [id, slot, limit, now, offset] };
+    },
     sortedPageAfter(id, slot, order, place, limit, now, prefix) {
       const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
       const params: SqlValue[] = [id, slot, limit, now, rank, place.id];
@@ -384,10 +420,11 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
       const column: PlaceColumn = scalar === null ? 'none' : rank === 2 ? 'str' : 'num';
       const pair = prefix !== undefined;
       if (pair) params.push(prefix);
-      const shape = `${order} ${column} ${rank < 5} ${pair}`;
+      const planned = bind.plannedRows(limit);
+      const shape = `${order} ${column} ${rank < 5} ${pair} ${planned}`;
       let sql = afterTexts.get(shape);
       if (!sql) {
-        sql = afterText(order, column, rank < 5, pair);
+        sql = afterText(order, column, rank < 5, pair, planned);
         afterTexts.set(shape, sql);
       }
       return { sql, params };

@@ -72,8 +72,8 @@ export interface KeysWithin {
 
 /**
  * The table of keys a filtered page reads from: all of `sort_keys`, or with `scan` the first `scan` keys
- * within the bounds, in order. The LIMIT is `+` its binding, as a page's is (./pages.ts, wholePage): SQLite
- * prepares a statement whose LIMIT is a bare binding again each time it runs.
+ * within the bounds, in order. The LIMIT is `+` its binding, as SQLite cuts a page (./pages.ts, PageCut):
+ * SQLite prepares a statement whose LIMIT is a bare binding again each time it runs.
  */
 export const firstKeys = ({ collectionId, slot, order, bounds, scan }: KeysWithin): Sql =>
   scan === undefined

@@ -7,7 +7,16 @@ import { MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveKeyText, liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
-import { type CollectionRef, type FieldOrder, type PageJson, seqOf, sortedPages, wholePage } from '../../engine/sql/pages.ts';
+import {
+  type CollectionRef,
+  cutSql,
+  type FieldOrder,
+  type PageCut,
+  type PageJson,
+  seqOf,
+  sortedPages,
+  wholePage,
+} from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
 import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
@@ -62,8 +71,35 @@ function rowByIdSql(condition = '') {
 export const orderedPage: PageSource['orderedPage'] = (collection, page, where, scores) =>
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
 
+/**
+ * The counts of rows PostgreSQL's page statements are written for (pageCut): 1, 2 and 5 times each power
+ * of ten from 1 to 100,000, so that a page's is less than two and a half times the rows it reads.
+ */
+const PLANNED_ROWS = [1, 10, 100, 1_000, 10_000, 100_000].flatMap((scale) => [scale, 2 * scale, 5 * scale]);
+
+/**
+ * A page's rows cut to the page where PostgreSQL's planner can count them. A LIMIT or OFFSET bound is no
+ * number to the plan made once for every run of a prepared statement (its generic plan), which counts
+ * such a page as a tenth of the collection; it never costs less than a plan made for one run's numbers,
+ * and PostgreSQL plans every run anew, its planning the larger part of a page's time in the database
+ * (docs/performance.md, "Generic plans for PostgreSQL's pages"). So the rows are first cut to a constant
+ * of PLANNED_ROWS, the smallest at or past the page's offset and limit (a server's constant, never the
+ * client's number: docs/development.md, "Rules of the hot paths"), then to the page exactly by the
+ * bindings, which the generic plan counts a tenth of that constant. PostgreSQL hands a subquery's rows
+ * to a query that only cuts them in the subquery's order. Past the last constant, cut by the bindings
+ * alone.
+ */
+const pageCut: PageCut = {
+  plannedRows: (rows) => PLANNED_ROWS.find((planned) => planned >= rows),
+  cut(sorted, limit, offset, planned) {
+    const exactly = `limit ${limit}${offset === undefined ? '' : ` offset ${offset}`}`;
+    return planned === undefined ? `${sorted} ${exactly}` : `select * from (${sorted} limit ${planned}) cut ${exactly}`;
+  },
+};
+
 /** A page's rows and a scored page's scores joined in its order: each score a float8's text, the shortest that reads back as the same number. */
 const pageJson: PageJson = {
+  ...pageCut,
   rows: pageJsonSql,
   scores: (order) => `string_agg(score::text, ',' order by ${order})`,
   // PostgreSQL pulls no subquery with an OFFSET up into the query around it.
@@ -161,6 +197,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
     from (${keys({ columns: 'rank, num, str, row_id', from: 'sort_keys', collection: `collection_id = ${collectionId}`, live: liveKeyText(collectionId, now) })}) k
     cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) r`,
   {
+    ...pageCut,
     param: (n) => `$${n}`,
     sql: (value) => value,
     value(scalar) {
@@ -182,10 +219,15 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filte
   sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', keys.order)))} as json,
       ${seqOf(keys.collectionId, keys.guard)} as seq,
       bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
-    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(keys)} k
+    from (${cutSql(
+      pageCut,
+      sql`select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(keys)} k
       cross join lateral (select id, data, expires_at from rows where collection_id = ${keys.collectionId} and id = k.row_id offset 0) rows
       where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${liveRowSql('rows', now)} and (${filter})
-      order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) k`;
+      order by ${raw(keyOrder('k.', keys.order))}`,
+      limit,
+      offset,
+    )}) k`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps, each row's
 // text read as jsonb once (filter.ts, document()), its strings escaped as escapeString() escapes them.

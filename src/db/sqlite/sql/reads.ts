@@ -9,7 +9,9 @@ import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
 import {
   type CollectionRef,
+  cutSql,
   type FieldOrder,
+  type PageCut,
   type PageJson,
   seqOf,
   sortedPages,
@@ -144,11 +146,22 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
 }
 
 /**
+ * A page's rows cut by a LIMIT after their ORDER BY, bound as `+?`: SQLite plans a statement with a bare
+ * `limit ?` again each time it runs (docs/development.md, "Rules of the hot paths"). One text for every
+ * page: a prepared statement's plan does not depend on its bindings.
+ */
+const pageCut: PageCut = {
+  plannedRows: () => undefined,
+  cut: (sorted, limit, offset) => `${sorted} limit +${limit}${offset === undefined ? '' : ` offset ${offset}`}`,
+};
+
+/**
  * A page's rows and a scored page's scores joined as they come, in order (pageJsonSql): each score as
  * SQLite casts a real to text, the shortest that reads back as the same number; the fence of the rows
  * ordered through a relation (PageJson).
  */
 const pageJson: PageJson = {
+  ...pageCut,
   rows: () => pageJsonSql,
   scores: () => `group_concat(cast(score as text), ',')`,
   // SQLite merges no subquery with an OFFSET into the query around it.
@@ -276,7 +289,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
     union all
     select id, data from (${expiring})`);
   },
-  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar) },
+  { ...pageCut, param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar) },
 );
 
 /**
@@ -288,10 +301,15 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  */
 export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset, now) =>
   sql`select count(*) as n, ${raw(pageJsonSql)} as json, ${seqOf(keys.collectionId, keys.guard)} as seq
-    from (select rows.id, rows.data from ${firstKeys(keys)} k
+    from (${cutSql(
+      pageCut,
+      sql`select rows.id, rows.data from ${firstKeys(keys)} k
       cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
       where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${liveRowSql('rows', now)} and (${filter})
-      order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) r`;
+      order by ${raw(keyOrder('k.', keys.order))}`,
+      limit,
+      offset,
+    )}) r`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps. Each field is
 // read with a JSON path `$."name"` (a binding), its characters as JSON.stringify escapes them and a quote
@@ -380,7 +398,7 @@ const extreme = (index: number, path: string, op: 'min' | 'max', maxGroups: numb
 /**
  * The statement of an aggregate (../aggregates.ts, AggregatePart): `keyed` is the rows the filter keeps
  * with their group's key `k` (a JSON array of the group fields' keys); part 0 groups them, at most
- * `maxGroups` (a limit bound as `+?`: pageRange, ../../sql/), each with the JSON text of each group
+ * `maxGroups` (a limit bound as `+?`: pageCut), each with the JSON text of each group
  * field (the least, for an object's: any of its orders) and its pieces, each aggregate's field read once
  * (fieldColumns()); parts 1 and 2 bring the sums' terms and the mins' and maxes' values, reading `keyed`
  * again, where its key is made only for the rows that have what they read; part 3 the collection's latest
