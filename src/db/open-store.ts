@@ -39,7 +39,7 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
 const steps: WriteSteps = { advance, appendEvents, putWords };
 
 /** What the areas give a dialect as it opens: a store's own caches, and the steps of a write. */
-const areaParts = (): AreaParts => ({
+export const areaParts = (): AreaParts => ({
   schemas: (existingIdsSql) => new RowSchemas(existingIdsSql),
   knownIndexes: new KnownIndexes(),
   steps,

@@ -84,6 +84,7 @@ describe("PostgreSQL's plans of pages", () => {
         expect(Number(row.generic_plans), `${row.custom_plans} custom plans: ${row.statement}`).to.be.above(0);
     ran(/order by id asc\)? limit \d+\) cut limit \$\d+ offset/);
     ran(/from sort_keys where collection_id = \$1 and slot = \$2 and rank < 5/);
+    ran(/"_expand":\{/);
     ran(/left join rows r on r.collection_id = c.id and r.id = \$1/);
   });
 });

@@ -208,12 +208,12 @@ export function wholePage(
   const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
   const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${live}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
-  const json = toOnes ? toOnes.rows : raw(pageJson.rows(order));
+  const json = toOnes ? toOnes.rows(order) : raw(pageJson.rows(order));
   const held = toOnes ? sql`, ${toOnes.held} as held` : raw('');
   const sorted = sql`select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)}`;
   return sql`select count(*) as n, ${json} as json${scoresJson},
         ${collection.lastSeq} as seq${total}${held}
-      from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r`;
+      from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r${toOnes ? toOnes.joins : raw('')}`;
 }
 
 /**
@@ -245,12 +245,14 @@ const liveScores = (collection: CollectionRef, now: number): Sql =>
 /**
  * A page's rows joined with each one's to-one relations' rows set in (PageSource.pageWithToOnes): the
  * `columns` the page's rows read beside `id` and `data` (after a comma: the relation fields' values),
- * `rows`, the rows' JSON texts as PagePart's `json`, each with its member EXPANDED, and `held`, how many
- * of the rows hold a stored field that may be named EXPANDED (PagePart's `held`).
+ * `joins`, what the page's rows, cut to the page (`r`), are joined with (each beginning with its join),
+ * `rows`, the rows' JSON texts in `order` as PagePart's `json`, each with its member EXPANDED, and `held`,
+ * how many of the rows hold a stored field that may be named EXPANDED (PagePart's `held`).
  */
 export interface ToOnesJson {
   columns: Sql;
-  rows: Sql;
+  joins: Sql;
+  rows(order: string): Sql;
   held: Sql;
 }
 

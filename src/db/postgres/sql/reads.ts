@@ -3,7 +3,7 @@
 
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
-import { MAX_PAGE_BYTES } from '../../../rows.ts';
+import { EXPANDED, MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveKeyText, liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
@@ -15,10 +15,11 @@ import {
   type PageJson,
   seqOf,
   sortedPages,
+  type ToOnesJson,
   wholePage,
 } from '../../engine/sql/pages.ts';
-import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
-import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
+import { firstKeys, ROW_START, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
+import { type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
@@ -96,6 +97,47 @@ const pageCut: PageCut = {
     return planned === undefined ? `${sorted} ${exactly}` : `select * from (${sorted} limit ${planned}) cut ${exactly}`;
   },
 };
+
+/**
+ * A page sorted whole, each row with the rows of its to-one relations set in (PageSource.pageWithToOnes).
+ * Each row of the page, cut to it (so that no row past the page looks its related rows up), is read as
+ * jsonb once (document(), kept apart by `offset 0`) for each relation's field, a related row's id only
+ * when it is a whole number from 1 to MAX_ID (../../reads/expand.ts reads ids so), and for a stored field
+ * named EXPANDED; each related row is looked up by its primary key (LEFT JOIN LATERAL). A row's text is its
+ * own without its closing brace, then its member EXPANDED. Null text beside a count above 0 when the
+ * rows and related rows add up to more than MAX_PAGE_BYTES. `held` counts the rows of the page, or
+ * related rows, that may hold a stored field named EXPANDED (a related row's by a search of its text, as
+ * expand.ts looks): such a field would be answered beside the expansions (or as one), so such a page is for
+ * its expansions to be read apart.
+ */
+export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collection, page, toOnes) =>
+  wholePage(pageJson, byField, collection, page, undefined, undefined, toOnesJson(toOnes, page.now));
+
+function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
+  const ids = toOnes.map((toOne, index) => sql`, ${toOneId(sql`(j -> ${escapeString(toOne.field)}::text)`)} as k${raw(String(index))}`);
+  const read = sql`
+      cross join lateral (select (j -> ${EXPANDED}::text) is not null as held${joinSql(ids, '')} from (select ${document('r')} as j offset 0) j offset 0) d`;
+  const related = toOnes.map(
+    ({ collection, where }, index) => sql`
+      left join lateral (select ${raw(rowJsonSql)} as json, strpos(data, ${`"${EXPANDED}"`}) > 0 as held from rows
+        where rows.collection_id = ${collection.id} and rows.id = d.k${raw(String(index))} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}) t${raw(String(index))} on true`,
+  );
+  const members = toOnes.map(({ name }, index) => sql`${`${JSON.stringify(name)}:`} || coalesce(t${raw(String(index))}.json, 'null')`);
+  const bytes = toOnes.map((_, index) => raw(` + coalesce(sum(octet_length(t${index}.json)), 0)`));
+  const own = `case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end`;
+  const row = sql`'${raw(ROW_START)}' || r.id || ${raw(own)} || '${raw(`,"${EXPANDED}":{`)}' || ${joinSql(members, " || ',' || ")} || '}}'`;
+  return {
+    columns: raw(''),
+    joins: sql`${read}${joinSql(related, '')}`,
+    rows: (order) =>
+      sql`case when sum(octet_length(r.data))${joinSql(bytes, '')} <= ${raw(String(MAX_PAGE_BYTES))} then string_agg(${row}, ',' order by ${raw(order)}) end`,
+    held: sql`count(*) filter (where d.held${raw(toOnes.map((_, index) => ` or t${index}.held`).join(''))})`,
+  };
+}
+
+/** A related row's id from `v`, a field's jsonb: a whole number from 1 to MAX_ID, else null (no row). */
+const toOneId = (v: Sql) =>
+  sql`case when jsonb_typeof(${v}) = 'number' then case when (${v})::numeric between 1 and ${raw(MAX_ID)} and (${v})::numeric % 1 = 0 then (${v})::numeric::bigint end end`;
 
 /** A page's rows and a scored page's scores joined in its order: each score a float8's text, the shortest that reads back as the same number. */
 const pageJson: PageJson = {
@@ -300,7 +342,7 @@ export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query,
     select 3 as part, null::integer as x, null as k, json_build_array(${collection.lastSeq})::text as v`;
 };
 
-/** `parts` one after another, separated by commas. */
-function joinSql(parts: Sql[]): Sql {
-  return parts.reduce((joined, part, index) => (index === 0 ? part : sql`${joined}, ${part}`), raw(''));
+/** `parts` one after another, separated by `separator` (a comma by default). */
+function joinSql(parts: Sql[], separator = ', '): Sql {
+  return parts.reduce((joined, part, index) => (index === 0 ? part : sql`${joined}${raw(separator)}${part}`), raw(''));
 }

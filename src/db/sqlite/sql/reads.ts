@@ -140,7 +140,9 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
   const row = sql`id || ${raw(own)} || '${raw(`,"${EXPANDED}":{`)}' || ${joinSql(members, " || ',' || ")} || '}}'`;
   return {
     columns: { sql: columns, params: keys },
-    rows: sql`'${raw(ROW_START)}' || group_concat(${row}, '${raw(`,${ROW_START}`)}')`,
+    joins: raw(''),
+    // Joined as they come, in order (pageJsonSql).
+    rows: () => sql`'${raw(ROW_START)}' || group_concat(${row}, '${raw(`,${ROW_START}`)}')`,
     held: raw(`sum(json_type(data, '$."${EXPANDED}"') is not null)`),
   };
 }
