@@ -283,7 +283,7 @@ delete from idempotency_keys where (account_id, key) in
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
+from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(by a field, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -292,17 +292,17 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
     id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
-  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  from (select * from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
-    id asc limit +? offset ?) r;
+    id asc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(by id, after a place, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id > ? order by id asc limit +? offset ?) r;
+from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id > ? order by id asc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -315,7 +315,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
     id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
-  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  from (select * from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -329,7 +329,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j1) when 'number' then (j1)::numeric when 'boolean' then case when (j1)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
-    id asc limit +? offset ?) r;
+    id asc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(filtered, through a sort index, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -338,135 +338,131 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
     id asc) end as json,
     (select last_seq from collections where id = ?) as seq
-  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  from (select * from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
-    id asc limit +? offset ?) r;
+    id asc limit 50) cut limit ? offset ?) r;
 
 -- filteredSortedPage(asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
+from (select * from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
   cross join lateral (select id, data, expires_at from rows where collection_id = ? and id = k.row_id offset 0) rows
   where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
-  order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) k;
+  order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit 50) cut limit ? offset ?) k;
 
 -- sortedPage(asc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+  order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, present)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+  order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, missing)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+  order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, all, past an offset)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+  order by rank asc, num asc, str asc, row_id asc limit 200) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, present, past an offset)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+  order by rank asc, num asc, str asc, row_id asc limit 200) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, missing, past an offset)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $5) k
+  order by rank asc, num asc, str asc, row_id asc limit 200) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a number)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num > $7 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k2 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a string)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str > $7 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k2 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after an object)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank > $5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k1 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a missing value)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id desc limit +? offset ?) r;
+from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id desc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(by a field, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -475,17 +471,17 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
     id desc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
-  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  from (select * from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
-    id desc limit +? offset ?) r;
+    id desc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(by id, after a place, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id < ? order by id desc limit +? offset ?) r;
+from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where id < ? order by id desc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -498,7 +494,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
     id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
-  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  from (select * from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end < ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -512,7 +508,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j1) when 'number' then (j1)::numeric when 'boolean' then case when (j1)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
-    id asc limit +? offset ?) r;
+    id asc limit 50) cut limit ? offset ?) r;
 
 -- orderedPage(filtered, through a sort index, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -521,138 +517,134 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
     id desc) end as json,
     (select last_seq from collections where id = ?) as seq
-  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  from (select * from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > ?) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
-    id desc limit +? offset ?) r;
+    id desc limit 50) cut limit ? offset ?) r;
 
 -- filteredSortedPage(desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
+from (select * from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
   cross join lateral (select id, data, expires_at from rows where collection_id = ? and id = k.row_id offset 0) rows
   where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)
-  order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) k;
+  order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit 50) cut limit ? offset ?) k;
 
 -- sortedPage(desc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+  order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, present)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+  order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, missing)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+  order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, all, past an offset)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+  order by rank desc, num desc, str desc, row_id desc limit 200) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, present, past an offset)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+  order by rank desc, num desc, str desc, row_id desc limit 200) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, missing, past an offset)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+from (select * from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true))
-  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $5) k
+  order by rank desc, num desc, str desc, row_id desc limit 200) cut limit $3 offset $5) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a number)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num < $7 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
-  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k2
+  union all select * from (select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k3 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a string)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str < $7 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
-  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k2
+  union all select * from (select * from (select 3 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k3 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after an object)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
-  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank < $5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
-  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k2 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a missing value)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+from (select * from (select * from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
-    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
-  limit +$3) k
+    or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- relatedRows(to-one, by id)
@@ -685,6 +677,16 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?)::numeric end) in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) r) r
   where rn <= ? order by k, rn) r
 group by k;
+
+-- pageWithToOnes(by id, asc, one to-one)
+select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(octet_length(t0.json)), 0) <= 16777216 then string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || '}}', ',' order by id asc) end as json,
+    (select last_seq from collections where account_id = ? and name = ?) as seq, count(*) filter (where d.held or t0.held) as held
+  from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit 50) cut limit ? offset ?) r
+  cross join lateral (select (j -> ?::text) is not null as held, case when jsonb_typeof((j -> ?::text)) = 'number' then case when ((j -> ?::text))::numeric between 1 and 9007199254740991 and ((j -> ?::text))::numeric % 1 = 0 then ((j -> ?::text))::numeric::bigint end end as k0 from (select case when strpos(r.data, '\') = 0 and strpos(r.data, chr(55295)) = 0 then r.data::jsonb
+else regexp_replace(replace(replace(replace(replace(r.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) j offset 0) d
+  left join lateral (select '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end as json, strpos(data, ?) > 0 as held from rows
+    where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = d.k0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) t0 on true;
 
 -- insertBatchSql
 with counters as (

@@ -391,8 +391,7 @@ from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join 
   union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
     where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num > json_extract(?7, '$') and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k2 limit +?3);
 
 -- sortedPageAfter(asc, after a string)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
@@ -402,8 +401,7 @@ from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join 
   union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
     where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str > json_extract(?7, '$') and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k2 limit +?3);
 
 -- sortedPageAfter(asc, after an object)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
@@ -411,15 +409,13 @@ select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}
 from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
     where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank > ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k1 limit +?3);
 
 -- sortedPageAfter(asc, after a missing value)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id > ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank asc, num asc, str asc, row_id asc limit +?3) k0 limit +?3);
 
 -- orderedPage(by id, desc)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
@@ -524,8 +520,7 @@ from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join 
   union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
     where k.collection_id = ?1 and slot = ?2 and rank < ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k3 limit +?3);
 
 -- sortedPageAfter(desc, after a string)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
@@ -537,8 +532,7 @@ from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join 
   union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
     where k.collection_id = ?1 and slot = ?2 and rank < ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k3 limit +?3);
 
 -- sortedPageAfter(desc, after an object)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
@@ -548,15 +542,13 @@ from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join 
   union all select * from (select 1 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
     where k.collection_id = ?1 and slot = ?2 and rank < ?5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank = 5 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k2 limit +?3);
 
 -- sortedPageAfter(desc, after a missing value)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, r.id, r.data from sort_keys k cross join rows r on r.collection_id = ?1 and r.id = k.row_id
-    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
-  limit +?3);
+    where k.collection_id = ?1 and slot = ?2 and rank = ?5 and num is null and str is null and row_id < ?6 and (r.expires_at is null or r.expires_at > ?4) order by rank desc, num desc, str desc, row_id desc limit +?3) k0 limit +?3);
 
 -- relatedRows(to-one, by id)
 select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end as json from rows

@@ -2,7 +2,7 @@
 import type { UniqueKeySql } from '../../engine/dialect.ts';
 import { isPair, orderedField, PREFIX_SAFE, type SortedEntry } from '../../engine/sorted.ts';
 import { keyHoldersSql, replaceKey } from '../../engine/sql/collections.ts';
-import { escapeString, field, jsonbOf } from '../jsonb.ts';
+import { escapeString, jsonbOf } from '../jsonb.ts';
 
 /**
  * The characters of a string a key holds at most. A btree key is at most 2,704 bytes, and a row's
