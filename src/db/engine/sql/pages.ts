@@ -403,12 +403,9 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
     sortedPage(id, slot, order, range, limit, offset, now, prefix) {
       const planned = bind.plannedRows(offset + limit);
       const pair = prefix !== undefined;
-      const shape = `${order} ${range} ${offset > 0} ${pair} ${planned}`;
-      let sql = texts.get(shape);
-      if (!sql) {
-        sql = rangeText(order, range, offset > 0, pair, planned);
-        texts.set(shape, sql);
-      }
+      const sql = kept(texts, `${order} ${range} ${offset > 0} ${pair} ${planned}`, () =>
+        rangeText(order, range, offset > 0, pair, planned),
+      );
       return { sql, params: pair ? [id, slot, limit, now, offset, prefix] : [id, slot, limit, now, offset] };
     },
     sortedPageAfter(id, slot, order, place, limit, now, prefix) {
@@ -423,15 +420,22 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
       const pair = prefix !== undefined;
       if (pair) params.push(prefix);
       const planned = bind.plannedRows(limit);
-      const shape = `${order} ${column} ${rank < 5} ${pair} ${planned}`;
-      let sql = afterTexts.get(shape);
-      if (!sql) {
-        sql = afterText(order, column, rank < 5, pair, planned);
-        afterTexts.set(shape, sql);
-      }
+      const sql = kept(afterTexts, `${order} ${column} ${rank < 5} ${pair} ${planned}`, () =>
+        afterText(order, column, rank < 5, pair, planned),
+      );
       return { sql, params };
     },
   };
+}
+
+/** The text kept in `texts` for `shape`, made by `make` the first time. */
+function kept(texts: Map<string, string>, shape: string, make: () => string): string {
+  let text = texts.get(shape);
+  if (text === undefined) {
+    text = make();
+    texts.set(shape, text);
+  }
+  return text;
 }
 
 /**
