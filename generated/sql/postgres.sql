@@ -680,12 +680,12 @@ group by k;
 
 -- pageWithToOnes(by id, asc, one to-one)
 select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(octet_length(t0.json)), 0) <= 16777216 then string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || '}}', ',' order by id asc) end as json,
-    (select last_seq from collections where account_id = ? and name = ?) as seq, count(*) filter (where d.held or t0.held) as held
+    (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit 50) cut limit ? offset ?) r
-  cross join lateral (select (j -> ?::text) is not null as held, case when jsonb_typeof((j -> ?::text)) = 'number' then case when ((j -> ?::text))::numeric between 1 and 9007199254740991 and ((j -> ?::text))::numeric % 1 = 0 then ((j -> ?::text))::numeric::bigint end end as k0 from (select case when strpos(r.data, '\') = 0 and strpos(r.data, chr(55295)) = 0 then r.data::jsonb
+  cross join lateral (select 1, case when jsonb_typeof((j -> ?::text)) = 'number' then case when ((j -> ?::text))::numeric between 1 and 9007199254740991 and ((j -> ?::text))::numeric % 1 = 0 then ((j -> ?::text))::numeric::bigint end end as k0 from (select case when strpos(r.data, '\') = 0 and strpos(r.data, chr(55295)) = 0 then r.data::jsonb
 else regexp_replace(replace(replace(replace(replace(r.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) j offset 0) d
-  left join lateral (select '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end as json, strpos(data, ?) > 0 as held from rows
+  left join lateral (select '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end as json from rows
     where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = d.k0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) t0 on true;
 
 -- insertBatchSql

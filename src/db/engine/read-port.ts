@@ -38,7 +38,7 @@ export interface PageSource extends SortedPages {
   /**
    * One page of the account's collection sorted whole, as orderedPage() reads it without a filter, each
    * row with the rows of its to-one relations `toOnes` set in as its member EXPANDED by the same
-   * statement; its one row is a PagePart with `held`. None in a dialect whose pages read them by a
+   * statement; its one row is a PagePart. None in a dialect whose pages read them by a
    * statement of their own, as every page with other expansions does (../reads/expand.ts).
    */
   pageWithToOnes?(collection: CollectionRef, page: LivePage, toOnes: readonly ToOneRead[]): Statement;

@@ -7,7 +7,7 @@ import type { Position } from '../../query/cursor.ts';
 import { type Filter, rankedSearch, without } from '../../query/filter.ts';
 import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/order.ts';
 import type { Relevance } from '../../query/select.ts';
-import type { Json, Row } from '../../rows.ts';
+import { EXPANDED, type Json, type Row } from '../../rows.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { pairSlot, type SortedEntry } from '../engine/sorted.ts';
@@ -52,8 +52,6 @@ type PagePart = {
   total?: number | string;
   /** A scored page's scores, in its order, joined by commas (JSON numbers' text). */
   scores?: string | null;
-  /** Of a page with its to-ones (PageSource.pageWithToOnes), how many rows may hold a stored field named EXPANDED. */
-  held?: number | string | null;
 };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
@@ -83,7 +81,7 @@ export async function readPage(source: PageSource, accountId: number, collection
 /**
  * A page sorted whole without a filter, each row with the rows of its to-one relations `toOnes` set in by
  * its own statement (PageSource.pageWithToOnes); 404 when the collection does not exist. Undefined when
- * the dialect has no such statement, or when a row may hold a stored field named EXPANDED, which
+ * the dialect has no such statement, or when a row or a related row may hold a stored field named EXPANDED, which
  * ./expand.ts drops: then its expansions are for statements of their own.
  */
 export async function readPageWithToOnes(
@@ -97,8 +95,21 @@ export async function readPageWithToOnes(
   const { sql, params } = source.pageWithToOnes(byName(accountId, collection), page, toOnes);
   // A count reads the whole collection, as a page sorted whole does.
   const [part] = await source.read<PagePart>(sql, params, page.count ? 'sort' : 'scan');
-  if (Number(part.held) > 0) return undefined;
-  return wholeAnswer(part, collection, page);
+  const answer = wholeAnswer(part, collection, page);
+  return storesExpanded(answer) ? undefined : answer;
+}
+
+/**
+ * Whether a page of rows each with its member EXPANDED (readPageWithToOnes) names EXPANDED more often than
+ * once a row: then a row, or a related row, holds a stored field of that name, or a string that is the
+ * name itself, which a search of the text cannot tell apart (the quotes of a string within a string are
+ * escaped). A stored field of that name would be answered beside the expansions, or as one.
+ */
+function storesExpanded({ json, n }: RowsPage): boolean {
+  const name = `"${EXPANDED}"`;
+  let found = 0;
+  for (let at = json.indexOf(name); at >= 0; at = json.indexOf(name, at + name.length)) if (++found > n) return true;
+  return false;
 }
 
 /** The answer of a page sorted whole from its statement's one row (with its total when counted); 404 when the collection does not exist. */
@@ -126,18 +137,21 @@ async function filteredPage(source: PageSource, accountId: number, collection: s
     if (paired) return paired;
   }
   // A pair asked for and not known to be there: looked up, and made if it may be.
-  const read = known && !(pair && wantsPair(source, known.sorted, pair)) && (await pageInIndex(source, known, collection, page, fields));
+  const knownIndex = known && !(pair && wantsPair(source, known.sorted, pair)) && inIndex(known.sorted, fields);
+  const read = knownIndex && (await pageInIndex(source, known, collection, page, knownIndex));
   if (read) return read;
-  const index = await lookUpIndex(
+  const looked = await lookUpIndex(
     source,
     accountId,
     collection,
     fields.map(({ field }) => field),
     pair?.fields,
   );
-  const paired = pair && (await pairedPage(source, index, page, pair));
+  const paired = pair && (await pairedPage(source, looked, page, pair));
   if (paired) return paired;
-  return (await pageInIndex(source, index, collection, page, fields)) ?? queryPage(source, byName(accountId, collection), collection, page);
+  const index = inIndex(looked.sorted, fields);
+  const indexed = index && (await pageInIndex(source, looked, collection, page, index));
+  return indexed || queryPage(source, byName(accountId, collection), collection, page);
 }
 
 /**
@@ -202,9 +216,9 @@ export async function guardedPage(
   guard: Sql,
 ): Promise<RowsPage | undefined> {
   if (!page.filter || page.scored) return undefined;
-  const fields = fieldsInOrder(page.filter, page.order);
-  if (inIndex(known.sorted, fields)) return pageInIndex(source, known, collection, page, fields, guard);
-  return queryPage(source, byId(known.id, guard), collection, page, null);
+  const index = inIndex(known.sorted, fieldsInOrder(page.filter, page.order));
+  if (index) return pageInIndex(source, known, collection, page, index, guard);
+  return pageIfThere(await queryPart(source, byId(known.id, guard), page), collection, page);
 }
 
 /** The filter's indexed fields (indexedFields), the field the page is ordered by first. */
@@ -214,22 +228,20 @@ function fieldsInOrder(filter: Filter, [key]: readonly SortKey[]): IndexedField[
 }
 
 /**
- * A filtered page read through the first of `fields` the collection has a sort index of. Ordered by
+ * A filtered page read through `index`, the sort index of a field of its filter (inIndex). Ordered by
  * that field alone, or by id under an equality (no count, cursor or versions), it reads the index's
  * range in the page's order and stops once the page is full; otherwise it sorts the rows of the range
- * whole. Undefined when the
- * collection has an index of none of them, or when the collection of that id is gone.
+ * whole. Undefined when the collection of that id is gone (or its guard does not hold).
  */
 async function pageInIndex(
   source: PageSource,
   { id, sorted }: { id: number; sorted: readonly SortedEntry[] },
   collection: string,
   page: LivePage,
-  fields: IndexedField[],
+  index: InIndex,
   guard?: Sql,
 ): Promise<RowsPage | undefined> {
-  const index = inIndex(sorted, fields);
-  if (!index || !page.filter) return undefined;
+  if (!page.filter) return undefined;
   const [key] = page.order;
   // An equality's keys are of one value, in the order of their rows' ids.
   const inOrder = !key.related && (index.field === key.field || (key.field === 'id' && oneValue(index.bounds)));
@@ -250,7 +262,7 @@ async function pageInIndex(
     const walked = await walkedPage(source, { id, sorted }, page, index, guard);
     if (walked) return walked;
   }
-  return queryPage(source, byId(id, guard), collection, page, index);
+  return pageIfThere(await queryPart(source, byId(id, guard), page, index), collection, page);
 }
 
 /**
@@ -358,20 +370,23 @@ export function inIndex(sorted: readonly SortedEntry[], fields: IndexedField[]):
 /**
  * A page of the rows that match the page's filter, after its cursor's place, in its order of one key
  * or more, sorted whole, with their count when asked: one statement, so that the rows, the count and
- * the seq are of one snapshot. A page after a place reads only the rows past it (a condition on the
- * sort keys and the id), so that the hundredth page of a walk costs no more than the first. With
- * `index`, the rows tested are those of its range only. Given an index or null (a collection found by id,
- * under a guard), undefined when that collection is gone or its guard does not hold.
+ * the seq are of one snapshot; 404 when the collection does not exist (queryPart).
  */
-async function queryPage(
-  source: PageSource,
-  ref: CollectionRef,
-  collection: string,
-  page: LivePage,
-  index: InIndex | null,
-): Promise<RowsPage | undefined>;
-async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage): Promise<RowsPage>;
-async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage, index?: InIndex | null) {
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: LivePage): Promise<RowsPage> {
+  return wholeAnswer(await queryPart(source, ref, page), collection, page);
+}
+
+/** The page of a statement's one row, as wholeAnswer() has it; undefined when its collection (found by id) is gone or its guard does not hold. */
+function pageIfThere(part: PagePart, collection: string, page: LivePage): RowsPage | undefined {
+  return part.seq === null ? undefined : wholeAnswer(part, collection, page);
+}
+
+/**
+ * The one row of queryPage()'s statement. A page after a place reads only the rows past it (a condition
+ * on the sort keys and the id), so that the hundredth page of a walk costs no more than the first. With
+ * `index`, the rows tested are those of its range only.
+ */
+async function queryPart(source: PageSource, ref: CollectionRef, page: LivePage, index?: InIndex): Promise<PagePart> {
   let where = page.filter && source.filterSql(page.filter);
   if (where && index) where = withinIndex(ref, index.slot, source.keyBoundsSql(index.bounds), where);
   const { sql: text, params } = source.orderedPage(ref, page, where);
@@ -379,8 +394,7 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
   // A page by id after a place is a range of the primary key: an index read, not timed.
   const byIdOrder = page.order.length === 1 && page.order[0].field === 'id' && !page.count;
   const [part] = await source.read<PagePart>(text, params, where ? 'once' : byIdOrder ? 'scan' : 'sort');
-  if (part.seq === null && index !== undefined) return undefined;
-  return wholeAnswer(part, collection, page);
+  return part;
 }
 
 /**

@@ -152,7 +152,7 @@ export type FieldOrder = (
  * and how the collection is found, so a prepared statement serves every field name. Its rows are cut to
  * the page as the dialect cuts them (PageCut). With `scores`, the rows are those it scores, each with its
  * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too. With `toOnes`,
- * joined by it instead, each row with its to-one relations' rows, and `held` beside them (ToOnesJson).
+ * joined by it instead, each row with its to-one relations' rows (ToOnesJson).
  */
 export function wholePage(
   pageJson: PageJson,
@@ -209,10 +209,9 @@ export function wholePage(
   const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${live}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   const json = toOnes ? toOnes.rows(order) : raw(pageJson.rows(order));
-  const held = toOnes ? sql`, ${toOnes.held} as held` : raw('');
   const sorted = sql`select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)}`;
   return sql`select count(*) as n, ${json} as json${scoresJson},
-        ${collection.lastSeq} as seq${total}${held}
+        ${collection.lastSeq} as seq${total}
       from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r${toOnes ? toOnes.joins : raw('')}`;
 }
 
@@ -246,14 +245,12 @@ const liveScores = (collection: CollectionRef, now: number): Sql =>
  * A page's rows joined with each one's to-one relations' rows set in (PageSource.pageWithToOnes): the
  * `columns` the page's rows read beside `id` and `data` (after a comma: the relation fields' values),
  * `joins`, what the page's rows, cut to the page (`r`), are joined with (each beginning with its join),
- * `rows`, the rows' JSON texts in `order` as PagePart's `json`, each with its member EXPANDED, and `held`,
- * how many of the rows hold a stored field that may be named EXPANDED (PagePart's `held`).
+ * `rows`, the rows' JSON texts in `order` as PagePart's `json`, each with its member EXPANDED.
  */
 export interface ToOnesJson {
   columns: Sql;
   joins: Sql;
   rows(order: string): Sql;
-  held: Sql;
 }
 
 /**

@@ -102,13 +102,10 @@ const pageCut: PageCut = {
  * A page sorted whole, each row with the rows of its to-one relations set in (PageSource.pageWithToOnes).
  * Each row of the page, cut to it (so that no row past the page looks its related rows up), is read as
  * jsonb once (document(), kept apart by `offset 0`) for each relation's field, a related row's id only
- * when it is a whole number from 1 to MAX_ID (../../reads/expand.ts reads ids so), and for a stored field
- * named EXPANDED; each related row is looked up by its primary key (LEFT JOIN LATERAL). A row's text is its
- * own without its closing brace, then its member EXPANDED. Null text beside a count above 0 when the
- * rows and related rows add up to more than MAX_PAGE_BYTES. `held` counts the rows of the page, or
- * related rows, that may hold a stored field named EXPANDED (a related row's by a search of its text, as
- * expand.ts looks): such a field would be answered beside the expansions (or as one), so such a page is for
- * its expansions to be read apart.
+ * when it is a whole number from 1 to MAX_ID (../../reads/expand.ts reads ids so); each related row is
+ * looked up by its primary key (LEFT JOIN LATERAL). A row's text is its own without its closing brace, then
+ * its member EXPANDED. Null text beside a count above 0 when the rows and related rows add up to more than
+ * MAX_PAGE_BYTES.
  */
 export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collection, page, toOnes) =>
   wholePage(pageJson, byField, collection, page, undefined, undefined, toOnesJson(toOnes, page.now));
@@ -116,10 +113,10 @@ export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collec
 function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
   const ids = toOnes.map((toOne, index) => sql`, ${toOneId(sql`(j -> ${escapeString(toOne.field)}::text)`)} as k${raw(String(index))}`);
   const read = sql`
-      cross join lateral (select (j -> ${EXPANDED}::text) is not null as held${joinSql(ids, '')} from (select ${document('r')} as j offset 0) j offset 0) d`;
+      cross join lateral (select 1${joinSql(ids, '')} from (select ${document('r')} as j offset 0) j offset 0) d`;
   const related = toOnes.map(
     ({ collection, where }, index) => sql`
-      left join lateral (select ${raw(rowJsonSql)} as json, strpos(data, ${`"${EXPANDED}"`}) > 0 as held from rows
+      left join lateral (select ${raw(rowJsonSql)} as json from rows
         where rows.collection_id = ${collection.id} and rows.id = d.k${raw(String(index))} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}) t${raw(String(index))} on true`,
   );
   const members = toOnes.map(({ name }, index) => sql`${`${JSON.stringify(name)}:`} || coalesce(t${raw(String(index))}.json, 'null')`);
@@ -131,7 +128,6 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
     joins: sql`${read}${joinSql(related, '')}`,
     rows: (order) =>
       sql`case when sum(octet_length(r.data))${joinSql(bytes, '')} <= ${raw(String(MAX_PAGE_BYTES))} then string_agg(${row}, ',' order by ${raw(order)}) end`,
-    held: sql`count(*) filter (where d.held${raw(toOnes.map((_, index) => ` or t${index}.held`).join(''))})`,
   };
 }
 

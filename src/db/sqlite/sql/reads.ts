@@ -117,9 +117,6 @@ export const orderedPage: PageSource['orderedPage'] = (collection, page, where, 
  * each row's text made of its own without its closing brace, then its member EXPANDED, each relation's
  * row read by a scalar subquery of that field (PAST_BRACE's blob, cut a byte short at its end too). Read
  * where the page's rows are joined, so that no row past the page's limit looks its related rows up.
- * `held` counts the rows holding a stored field named EXPANDED, looked up in the row's JSON as SQLite
- * parsed it for the relation fields (it keeps a statement's parses), not by a search of its text: such a
- * field would be answered beside the expansions, so such a page is for its expansions to be read apart.
  */
 export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collection, page, toOnes) =>
   wholePage(pageJson, byField, collection, page, undefined, undefined, toOnesJson(toOnes, page.now));
@@ -143,7 +140,6 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
     joins: raw(''),
     // Joined as they come, in order (pageJsonSql).
     rows: () => sql`'${raw(ROW_START)}' || group_concat(${row}, '${raw(`,${ROW_START}`)}')`,
-    held: raw(`sum(json_type(data, '$."${EXPANDED}"') is not null)`),
   };
 }
 
