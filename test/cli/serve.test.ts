@@ -107,7 +107,7 @@ describe('rowbase serve', () => {
       }
     });
 
-    it("runs with one glibc malloc arena unless MALLOC_ARENA_MAX is set, in the process it was started as", async function () {
+    it('runs with one glibc malloc arena unless MALLOC_ARENA_MAX is set, in the process it was started as', async function () {
       if (process.platform !== 'linux' || !('execve' in process)) this.skip(); // a Node before 22.15 runs as it is
       const environOf = async (server: ServeProcess) => (await readFile(`/proc/${server.child.pid}/environ`, 'utf8')).split('\0');
 
