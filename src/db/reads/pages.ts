@@ -81,8 +81,8 @@ export async function readPage(source: PageSource, accountId: number, collection
 /**
  * A page sorted whole without a filter, each row with the rows of its to-one relations `toOnes` set in by
  * its own statement (PageSource.pageWithToOnes); 404 when the collection does not exist. Undefined when
- * the dialect has no such statement, or when a row or a related row may hold a stored field named EXPANDED, which
- * ./expand.ts drops: then its expansions are for statements of their own.
+ * the dialect has no such statement, or when a row or a related row may hold a stored field named
+ * EXPANDED (storesExpanded), which ./expand.ts drops: then its expansions are for statements of their own.
  */
 export async function readPageWithToOnes(
   source: PageSource,
