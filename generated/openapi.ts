@@ -404,7 +404,9 @@ export interface paths {
                 /**
                  * @description The `seq` after which to read: `next_since` of the previous page, the `seq` of the last message
                  *     handled, or a page of rows' `Rowbase-Seq`. Past the collection's latest `seq`: `400`; before the
-                 *     oldest retained event: `410 gone`.
+                 *     oldest retained event: `410 gone`. Without it, a page (and a long poll) reads after `0`, from the
+                 *     oldest retained event, and a stream starts live at the collection's latest `seq` (its `ready`'s),
+                 *     replaying nothing, as a feed socket does.
                  * @example 41
                  */
                 since?: number;
@@ -458,7 +460,7 @@ export interface paths {
          *       and, for a change, whose `id` is its `seq`: `ready` first (its `id` the seq a client resumes
          *       after), the replay of the events after `since`, or after `Last-Event-ID` (which wins, as an
          *       `EventSource` sends it when it reconnects), then the live changes, with no gap and no
-         *       duplicate; a `retry` hint, a comment every `ROWBASE_FEED_PING_SECONDS`, and `X-Accel-Buffering:
+         *       duplicate (with neither, the live changes alone, from the latest `seq`); a `retry` hint, a comment every `ROWBASE_FEED_PING_SECONDS`, and `X-Accel-Buffering:
          *       no` for proxies that buffer.
          *     * `application/jsonl`: the same messages, one JSON object a line.
          *
@@ -6031,7 +6033,9 @@ export interface operations {
                 /**
                  * @description The `seq` after which to read: `next_since` of the previous page, the `seq` of the last message
                  *     handled, or a page of rows' `Rowbase-Seq`. Past the collection's latest `seq`: `400`; before the
-                 *     oldest retained event: `410 gone`.
+                 *     oldest retained event: `410 gone`. Without it, a page (and a long poll) reads after `0`, from the
+                 *     oldest retained event, and a stream starts live at the collection's latest `seq` (its `ready`'s),
+                 *     replaying nothing, as a feed socket does.
                  * @example 41
                  */
                 since?: number;
@@ -6187,7 +6191,9 @@ export interface operations {
                 /**
                  * @description The `seq` after which to read: `next_since` of the previous page, the `seq` of the last message
                  *     handled, or a page of rows' `Rowbase-Seq`. Past the collection's latest `seq`: `400`; before the
-                 *     oldest retained event: `410 gone`.
+                 *     oldest retained event: `410 gone`. Without it, a page (and a long poll) reads after `0`, from the
+                 *     oldest retained event, and a stream starts live at the collection's latest `seq` (its `ready`'s),
+                 *     replaying nothing, as a feed socket does.
                  * @example 41
                  */
                 since?: number;

@@ -4312,7 +4312,7 @@ return errors === 0;
 }
 
 export const getChanges_params = validate30;
-const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"since":{"type":"integer","minimum":0,"maximum":9007199254740991,"default":0},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"events":{"type":"string","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete"},"filter":{"type":"string","maxLength":4096},"wait":{"type":"integer","minimum":0,"maximum":60,"default":0},"access_token":{"type":"string"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"last-event-id":{"type":"string"}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"since":{"type":"integer","minimum":0,"maximum":9007199254740991},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"events":{"type":"string","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete"},"filter":{"type":"string","maxLength":4096},"wait":{"type":"integer","minimum":0,"maximum":60,"default":0},"access_token":{"type":"string"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"last-event-id":{"type":"string"}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const pattern16 = new RegExp("^(insert|update|delete)(,(insert|update|delete))*$", "u");
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -4412,9 +4412,6 @@ errors++;
 if(data.query !== undefined){
 let data2 = data.query;
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.since === undefined){
-data2.since = 0;
-}
 if(data2.limit === undefined){
 data2.limit = 100;
 }
@@ -4436,6 +4433,7 @@ vErrors.push(err6);
 errors++;
 }
 }
+if(data2.since !== undefined){
 let data3 = data2.since;
 if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
 let dataType1 = typeof data3;
@@ -4483,6 +4481,7 @@ else {
 vErrors.push(err9);
 }
 errors++;
+}
 }
 }
 let data4 = data2.limit;

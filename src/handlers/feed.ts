@@ -39,11 +39,13 @@ export const feedHandlers: Handlers<'getChanges'> = {
     const encoding = FORMS[mediaType];
     const resumeFrom = encoding === serverSentEvents ? lastEventId(headers) : undefined;
     if (query.access_token !== undefined && claims === undefined) throw tokenBesideSecretKey();
+    // Without since, a page reads from the oldest retained event; a stream goes live, as a feed socket does (openapi.yaml).
+    const since = resumeFrom ?? query.since ?? (encoding ? undefined : 0);
     const subscription = await subscriptionOf(store, principal, endUserOf(claims, credentials.token), {
       collection: path.collection_name,
       events: query.events,
       filter: query.filter,
-      since: resumeFrom ?? query.since,
+      since,
       sinceName: resumeFrom === undefined ? 'since' : 'last-event-id',
       // A long poll that may wait starts where the feed's tail knows, without a read: a commit it has
       // not heard of yet wakes the poll as it waits (a page that does not wait reads the latest seq).

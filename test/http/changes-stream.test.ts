@@ -101,6 +101,30 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
       });
     });
 
+    it('without since nor Last-Event-ID, replay nothing and go live from the latest seq, as a feed socket does; a page without since reads from the first', async () => {
+      await withTestServer({}, { backend }, async (server) => {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        await client.post(
+          '/v1/collections/notes/rows',
+          range(1, 5).map((n) => ({ n })),
+        );
+        const events = await EventStream.open(changesUrl(server, 'notes'), client.key as string);
+        const streams = [events, await LineStream.open(changesUrl(server, 'notes'), client.key as string)];
+        for (const stream of streams) await stream.until(() => stream.messages.length > 0, 'the ready');
+        for (const stream of streams) expect(stream.messages[0]).to.deep.include({ type: 'ready', seq: 5 });
+        expect(events.events[0].lastEventId, "ready's id: where it resumes").to.equal('5');
+        expect((await client.post('/v1/collections/notes/rows', [{ n: 6 }])).status).to.equal(201);
+        for (const stream of streams) {
+          await stream.seqReached(6);
+          expect(seqs(stream.changes), 'the live change alone').to.deep.equal([6]);
+          stream.close();
+        }
+        const page = await client.get('/v1/collections/notes/changes');
+        expect(seqs((page.body as Page).changes)).to.deep.equal(range(1, 6));
+      });
+    });
+
     it('send a heartbeat comment, X-Accel-Buffering: no, no-store and a retry hint', async () => {
       await withTestServer({ feedPingIntervalMs: 100 }, { backend }, async (server) => {
         const client = await server.client();

@@ -120,7 +120,7 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
         expect(paged).to.deep.equal(feed.changes);
         expect(JSON.stringify(paged)).not.to.include('secret');
         expect(paged.some((message) => message.type === 'update' && message.matches === false)).to.equal(true);
-        const stream = await EventStream.open(`${server.url}${changesOf('owned')}`, key, {
+        const stream = await EventStream.open(`${server.url}${changesOf('owned', { since: 0 })}`, key, {
           'x-api-key': key,
           authorization: `Bearer ${token}`,
         });
