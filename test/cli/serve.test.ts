@@ -107,16 +107,23 @@ describe('rowbase serve', () => {
       }
     });
 
-    it('runs with one glibc malloc arena unless MALLOC_ARENA_MAX is set, in the process it was started as', async function () {
+    it('runs with one glibc malloc arena and a young generation of 16 MB unless told otherwise, in the process it was started as', async function () {
       if (process.platform !== 'linux' || !('execve' in process)) this.skip(); // a Node before 22.15 runs as it is
       const environOf = async (server: ServeProcess) => (await readFile(`/proc/${server.child.pid}/environ`, 'utf8')).split('\0');
+      const argumentsOf = async (server: ServeProcess) => (await readFile(`/proc/${server.child.pid}/cmdline`, 'utf8')).split('\0');
+      const stopped = async (server: ServeProcess) => {
+        server.signal('SIGTERM');
+        await server.exited;
+      };
 
       const byDefault = await workspace.serve();
       expect(await environOf(byDefault)).to.include('MALLOC_ARENA_MAX=1');
-      byDefault.signal('SIGTERM');
-      await byDefault.exited;
+      expect(await argumentsOf(byDefault)).to.include('--max-semi-space-size=8');
+      await stopped(byDefault);
 
-      expect(await environOf(await workspace.serve({ MALLOC_ARENA_MAX: '8' }))).to.include('MALLOC_ARENA_MAX=8');
+      const chosen = await workspace.serve({ MALLOC_ARENA_MAX: '8', NODE_OPTIONS: '--max-semi-space-size=4' });
+      expect(await environOf(chosen)).to.include('MALLOC_ARENA_MAX=8');
+      expect((await argumentsOf(chosen)).filter((argument) => argument.includes('semi-space'))).to.deep.equal([]);
     });
 
     it('logs a URL that reaches it when HOST is an IPv6 address', async () => {
