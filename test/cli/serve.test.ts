@@ -111,15 +111,12 @@ describe('rowbase serve', () => {
       if (process.platform !== 'linux' || !('execve' in process)) this.skip(); // a Node before 22.15 runs as it is
       const environOf = async (server: ServeProcess) => (await readFile(`/proc/${server.child.pid}/environ`, 'utf8')).split('\0');
       const argumentsOf = async (server: ServeProcess) => (await readFile(`/proc/${server.child.pid}/cmdline`, 'utf8')).split('\0');
-      const stopped = async (server: ServeProcess) => {
-        server.signal('SIGTERM');
-        await server.exited;
-      };
 
       const byDefault = await workspace.serve();
       expect(await environOf(byDefault)).to.include('MALLOC_ARENA_MAX=1');
       expect(await argumentsOf(byDefault)).to.include('--max-semi-space-size=8');
-      await stopped(byDefault);
+      byDefault.signal('SIGTERM');
+      await byDefault.exited;
 
       const chosen = await workspace.serve({ MALLOC_ARENA_MAX: '8', NODE_OPTIONS: '--max-semi-space-size=4' });
       expect(await environOf(chosen)).to.include('MALLOC_ARENA_MAX=8');
