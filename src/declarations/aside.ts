@@ -3,21 +3,28 @@
 // worker, started when first asked, answers the jobs one after the other and ends once idle for
 // IDLE_MS: a plan, its apply and the plan again find it warm (its code compiled, the documents parsed;
 // the first plan's worker, cold, spent seconds more), and an idle server holds none of it.
+import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { unavailable } from '../errors.ts';
 
-/** A job of the worker (worker.ts): a declaration's text to read, or the documents and models to compare. */
-export type AsideJob = { readDeclaration: string } | { contractDiff: unknown };
+/**
+ * A job of the worker (worker.ts): a declaration's text to read, the documents and models to compare, or its
+ * heap's spaces to report (V8's getHeapSpaceStatistics(): what the worker holds, for the tests and a probe).
+ */
+export type AsideJob = { readDeclaration: string } | { contractDiff: unknown } | { heapSpaces: true };
 
 /** How long the worker waits for its next job before it ends. */
 const IDLE_MS = 30_000;
 
 /**
- * The worker's young generation at most, in MB: semi-spaces of 4 MB, where V8 grows them to 16 MB. A diff
- * of 100 collections keeps little of what it allocates, and with the largest young generation the worker
- * held some 55 MB of heap during it, on top of the server's (docs/performance.md, "The whole run's peak").
+ * The worker's semi-spaces, in MB: a young generation of at most 8 MB, where V8 grows it to 32 MB and the
+ * server's is 16 (bin/rowbase). A diff of 100 collections keeps little of what it allocates, and with the
+ * largest young generation the worker held some 55 MB of heap during it, on top of the server's
+ * (docs/performance.md, "The whole run's peak"). Set as V8's `--max-semi-space-size`, not the worker's
+ * resourceLimits, which that flag overrides when the process was started with it (as bin/rowbase starts the
+ * server): a flag set now sizes the isolates started after it, the worker's, not the server's own.
  */
-const YOUNG_GENERATION_MB = 12;
+const SEMI_SPACE_MB = 4;
 
 interface Held {
   worker: Worker;
@@ -74,13 +81,12 @@ export async function aside<T>(job: AsideJob, deadlineMs?: number): Promise<T> {
  */
 function start(): Held {
   const entry = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './declarations-worker.mjs', import.meta.url);
-  const resourceLimits = { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB };
+  setFlagsFromString(`--max-semi-space-size=${SEMI_SPACE_MB}`);
   const worker = import.meta.url.endsWith('.ts')
     ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`, {
         eval: true,
-        resourceLimits,
       })
-    : new Worker(entry, { resourceLimits });
+    : new Worker(entry);
   const started: Held = { worker, waiting: new Map() };
   held = started;
   worker.on('message', ({ id, answer, failed }: { id: number; answer?: unknown; failed?: string }) => {

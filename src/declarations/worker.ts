@@ -2,12 +2,14 @@
 // it answers each job posted to it, one after the other, loading only the module of the work when first
 // asked (format.ts's reading, contract.ts's diff). Loaded through the server's entry instead, the worker
 // loaded the whole service (knex, the data layer) first: seconds under load.
+import { getHeapSpaceStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { collector } from '../memory.ts';
 import type { AsideJob } from './aside.ts';
 
 /** What the worker answers to `job`, by the module of its work. */
 async function answerOf(job: AsideJob): Promise<unknown> {
+  if ('heapSpaces' in job) return getHeapSpaceStatistics();
   if ('readDeclaration' in job) {
     const { readAnswer } = await import('./format.ts');
     return readAnswer(job.readDeclaration);

@@ -2,7 +2,9 @@
 // the documents whole, though it is given only the parts that bear on a change, and stand-ins of those one
 // side holds alone. In the declarations' worker (aside.ts): one not made within its time is a 503, the
 // worker running it ended with the jobs waiting in it; the next diff starts a worker of its own.
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { apiCompare } from 'api-smart-diff';
 import { expect } from 'chai';
 import { AccountContracts, type ContractKind } from '../../src/contract/served.ts';
@@ -134,5 +136,31 @@ describe("declarations: the contract's diff", () => {
 
     const made = await contractDiffAside(current, target, documents);
     expect(made.documents.openapi.secret.some(({ path }) => path.endsWith('/properties/name'))).to.equal(true);
+  });
+
+  it("keeps the worker's young generation at 8 MB, though the process was started with a larger one", async function () {
+    this.timeout(60_000);
+    // A process started as bin/rowbase starts the server, with V8's --max-semi-space-size (larger here): that
+    // flag overrides a worker's resourceLimits. Reading a declaration of 100 collections twice fills the
+    // worker's young generation to what it may hold; then the worker reports its heap's spaces.
+    const script = `
+      import { aside } from ${JSON.stringify(new URL('../../src/declarations/aside.ts', import.meta.url).href)};
+      let text = 'version: 1\\ncollections:\\n';
+      for (let i = 0; i < 100; i++) {
+        text += \`  c\${i}:\\n    schema:\\n      type: object\\n      properties:\\n\`;
+        for (let field = 0; field < 20; field++) text += \`        f\${field}: {type: string, maxLength: \${200 + i}}\\n\`;
+      }
+      for (let round = 0; round < 3; round++) await aside({ readDeclaration: text });
+      const spaces = await aside({ heapSpaces: true });
+      console.log(JSON.stringify(spaces.find(({ space_name }) => space_name === 'new_space')));
+      process.exit(0);`;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--max-semi-space-size=16', '--import', 'tsx', '--input-type=module', '-e', script],
+      { cwd: new URL('../..', import.meta.url) },
+    );
+    const young = JSON.parse(stdout) as { physical_space_size: number; space_used_size: number };
+    expect(young.space_used_size).to.be.above(0);
+    expect(young.physical_space_size).to.be.at.most(8 * 1024 * 1024);
   });
 });
