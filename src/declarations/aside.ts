@@ -18,13 +18,23 @@ const IDLE_MS = 30_000;
 
 /**
  * The worker's semi-spaces, in MB: a young generation of at most 8 MB, where V8 grows it to 32 MB and the
- * server's is 16 (bin/rowbase). A diff of 100 collections keeps little of what it allocates, and with the
- * largest young generation the worker held some 55 MB of heap during it, on top of the server's
+ * server's is 16 (bin/rowbase). A diff of many collections keeps little of what it allocates, and the
+ * largest young generation held the worker's heap far above what it kept, on top of the server's
  * (docs/performance.md, "The whole run's peak"). Set as V8's `--max-semi-space-size`, not the worker's
  * resourceLimits, which that flag overrides when the process was started with it (as bin/rowbase starts the
  * server): a flag set now sizes the isolates started after it, the worker's, not the server's own.
  */
 const SEMI_SPACE_MB = 4;
+
+/**
+ * The worker's old generation, in MB, before its first full collection (V8's `--initial-old-space-size`,
+ * set as SEMI_SPACE_MB is): past it, the old generation grows to half again what a collection left
+ * (bin/rowbase's `--heap-growing-percent`). By default V8 lets a new isolate's old generation grow much
+ * further first, and a diff of many collections, which keeps little, filled it with garbage; the size is
+ * the one the bench read lowest (docs/performance.md, "The worker's young generation, again, and its old
+ * generation's start").
+ */
+const OLD_SPACE_START_MB = 16;
 
 interface Held {
   worker: Worker;
@@ -82,6 +92,7 @@ export async function aside<T>(job: AsideJob, deadlineMs?: number): Promise<T> {
 function start(): Held {
   const entry = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './declarations-worker.mjs', import.meta.url);
   setFlagsFromString(`--max-semi-space-size=${SEMI_SPACE_MB}`);
+  setFlagsFromString(`--initial-old-space-size=${OLD_SPACE_START_MB}`);
   const worker = import.meta.url.endsWith('.ts')
     ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`, {
         eval: true,
