@@ -5,10 +5,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { byName } from '../../../src/db/engine/sql/pages.ts';
 import type { SqliteStore } from '../../../src/db/open-store.ts';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { SqliteReaders } from '../../../src/db/sqlite/readers.ts';
+import { orderedPage } from '../../../src/db/sqlite/sql/reads.ts';
+import { searchSql } from '../../../src/db/sqlite/sql/search.ts';
 import { ApiError } from '../../../src/errors.ts';
+import { SCORE } from '../../../src/query/order.ts';
 import { pollUntil } from '../../support/process.ts';
 
 describe('SQLite hot statements', () => {
@@ -216,5 +220,17 @@ describe('SQLite hot statements', () => {
       await restarting.close();
     }
     expect(seen, 'the WAL never started over').to.be.at.least(3);
+  });
+
+  it("read a page ranked by _score from its best scores, then each one's row by its key, never every row", async () => {
+    // The best scores' LIMIT is bound, so SQLite's planner cannot count them: left to choose, it read every
+    // row of the collection and looked each one's score up (docs/search.md, "The cost of a ranked page").
+    const page = { limit: 20, offset: 0, order: [{ field: SCORE, direction: 'desc' as const }], scored: true, now: Date.now() };
+    const { sql: text, params } = orderedPage(byName(accountId, 'notes'), page, undefined, searchSql.scores(['red', 'shoes']));
+    const plan = (await sqlite().read<{ detail: string }>(`explain query plan ${text}`, params)).map(({ detail }) => detail);
+    expect(plan).to.include('SCAN scored');
+    const rowReads = plan.filter((detail) => /^(SCAN|SEARCH) rows\b/.test(detail));
+    expect(rowReads).to.have.length.above(0);
+    for (const read of rowReads) expect(read).to.match(/\(collection_id=\? AND id=\?\)$/);
   });
 });
