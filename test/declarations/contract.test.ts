@@ -141,7 +141,7 @@ describe("declarations: the contract's diff", () => {
   it("keeps the worker's young generation at 8 MB, though the process was started with a larger one", async function () {
     this.timeout(60_000);
     // A process started as bin/rowbase starts the server, with V8's --max-semi-space-size (larger here): that
-    // flag overrides a worker's resourceLimits. Reading a declaration of 100 collections twice fills the
+    // flag overrides a worker's resourceLimits. Reading a declaration of 100 collections three times fills the
     // worker's young generation to what it may hold; then the worker reports its heap's spaces.
     const script = `
       import { aside } from ${JSON.stringify(new URL('../../src/declarations/aside.ts', import.meta.url).href)};

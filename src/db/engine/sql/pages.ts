@@ -199,15 +199,19 @@ export function wholePage(
   // score up by its id alone: a CROSS JOIN, which SQLite never reorders, where its planner, not knowing the
   // best scores' count (bound), read the collection's every row and looked each one's score up
   // (docs/search.md, "The cost of a ranked page").
-  const from = scores ? sql`${bestScores(scores, page, where, liveScores(collection, page.now))} scored cross join rows` : raw('rows');
-  const joined = raw(scores ? ' and scored.collection_id = rows.collection_id and scored.row_id = rows.id' : '');
-  const live = sql` and ${liveRowSql('rows', page.now)}${joined}`;
+  const [from, joined] = scores
+    ? [
+        sql`${bestScores(scores, page, where, liveScores(collection, page.now))} scored cross join rows`,
+        raw(' and scored.collection_id = rows.collection_id and scored.row_id = rows.id'),
+      ]
+    : [raw('rows'), raw('')];
+  const live = sql` and ${liveRowSql('rows', page.now)}`;
   const total = page.count
-    ? sql`, (select count(*) from ${from} where rows.collection_id = ${collection.id}${live}${filtered}) as total`
+    ? sql`, (select count(*) from ${from} where rows.collection_id = ${collection.id}${joined}${live}${filtered}) as total`
     : raw('');
   const scored = scores ? raw(', scored.score') : raw('');
   const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
-  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${live}${filtered}${fence}`;
+  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${joined}${live}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   const json = toOnes ? toOnes.rows(order) : raw(pageJson.rows(order));
   const sorted = sql`select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)}`;
