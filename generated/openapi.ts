@@ -543,7 +543,11 @@ export interface paths {
          *     A search index (`"type": "search"`, named `search:` and its fields) holds the words of the rows'
          *     strings in its fields, which `$search` finds rows by (docs/search.md); made over the rows already
          *     there, and kept by every write of a row in the write's own transaction. A collection has one at
-         *     most (a second is `409 conflict`); it may not be `unique` (`400`).
+         *     most (a second is `409 conflict`); it may not be `unique` (`400`). The `201` answers once the words
+         *     of every row already there are written, 1,000 rows a transaction after the declaration commits:
+         *     the database's other writes go on between them, and meanwhile a `$search` finds the rows written
+         *     since and those reached so far. A making cut short (the server stopped) is gone on with as a server
+         *     starts.
          */
         post: operations["createIndex"];
         delete?: never;

@@ -21,6 +21,7 @@ import { Responses } from './http/responses.ts';
 import { createLogger, type Logger } from './log.ts';
 import type { Metrics } from './metrics.ts';
 import { root } from './root.ts';
+import { SearchFills } from './search-fills.ts';
 import { TokenVerifier } from './tokens/verifier.ts';
 import { Meter } from './usage/meter.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
@@ -63,6 +64,9 @@ export async function startServer(
     followOthers: true,
     queryTimeoutMs: config.queryTimeoutMs,
   });
+  // Search indexes whose making an earlier process left half-way: made, beside the requests.
+  const searchFills = new SearchFills(store, log);
+  searchFills.runOnce().catch((error) => log.error({ err: error }, 'making search indexes failed'));
   const [openapi, asyncapi] = await Promise.all(['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(name, root), 'utf8')));
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
@@ -129,6 +133,7 @@ export async function startServer(
       }
       metrics?.close();
       await webhooks.stop();
+      await searchFills.stop();
       await meter.close();
       await store.close();
       await tokens.close();

@@ -56,7 +56,7 @@ import { updateRow, updateRowsWhere } from './rows/patches.ts';
 import { upsertRows } from './rows/upserts.ts';
 import { deleteRow, deleteRowsWhere } from './rows/writes.ts';
 import { deleteRules, getRules, putRules } from './rules/rules.ts';
-import { searchFilter } from './search/indexes.ts';
+import { resumeSearchFills, searchFilter } from './search/indexes.ts';
 import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from './webhooks/deliveries.ts';
 import {
   anyWebhook,
@@ -102,6 +102,7 @@ const shared = {
   createIndex,
   deleteIndex,
   searchFilter,
+  resumeSearchFills,
   createKey,
   createAccountKey,
   listKeys,

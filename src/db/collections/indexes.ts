@@ -11,11 +11,12 @@
 // (sort-indexes.ts).
 import { ApiError, collectionNotFound, conflict, notFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
+import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, WriteTx } from '../engine/dialect.ts';
 import { dropUniqueKeysSql, setUniquesSql } from '../engine/sql/collections.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
-import { dropSearchIndex, makeSearchIndex } from '../search/indexes.ts';
+import { dropSearchIndex, fillSearchIndex, makeSearchIndex } from '../search/indexes.ts';
 import { advance } from './collections.ts';
 
 /** An index as openapi.yaml's Index describes it. */
@@ -83,18 +84,21 @@ export async function createIndex(
   search = false,
 ): Promise<Index> {
   let index: Index | undefined;
+  const after: AfterCommit = [];
   await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    index = await createIndexIn(db, trx, accountId, collection, fields, unique, search);
+    index = await createIndexIn(db, trx, after, accountId, collection, fields, unique, search);
     if (once) await recordOnce(db, trx, accountId, once, index);
   });
+  await afterCommit(after);
   return index as Index;
 }
 
-/** createIndex() inside the write `trx`. */
+/** createIndex() inside the write `trx`; a search index's making over the rows already there is left for `after` its commit. */
 export async function createIndexIn(
   db: Dialect,
   trx: WriteTx,
+  after: AfterCommit,
   accountId: number,
   collection: string,
   fields: string[],
@@ -113,7 +117,11 @@ export async function createIndexIn(
   if (search && existing.some((other) => other.type === 'search'))
     throw conflict(`Collection ${collection} has a search index already, the one it may have: drop it first.`);
   const [stored] = await db.run<{ id: number | string }>(trx, insertIndexSql, [id, JSON.stringify(fields), unique ? 1 : 0, search ? 1 : 0]);
-  if (search) await makeSearchIndex(db, trx, { collectionId: id, fields });
+  if (search) {
+    await makeSearchIndex(db, trx, { collectionId: id, fields }, lastRowId);
+    // The words of the rows already there, a batch a transaction once this one has committed.
+    if (lastRowId > 0) after.push(() => fillSearchIndex(db, id));
+  }
   if (unique) {
     // A collection that never took a row (its last row id 0) holds none to share values.
     const duplicates = lastRowId > 0 ? await duplicatesOf(db, trx, id, fields) : [];

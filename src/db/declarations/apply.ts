@@ -167,7 +167,7 @@ async function runStep(
     case 'putSchema':
       return putSchemaIn(db, trx, after, accountId, step.collection, step.schema);
     case 'createIndex':
-      return void (await createIndexIn(db, trx, accountId, step.collection, step.fields, step.unique, step.search));
+      return void (await createIndexIn(db, trx, after, accountId, step.collection, step.fields, step.unique, step.search));
     case 'putRelation':
       return void (await putRelationIn(db, trx, after, accountId, step.collection, step.name, step.declaration, batch));
     case 'putRules':

@@ -168,18 +168,9 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       }
     },
   },
-  '0009_event_previous': {
-    async up(knex) {
-      // The whole row, with its id, as it was before an update (asyncapi.yaml, UpdateMessage `previous`);
-      // null for inserts and deletes, and for the updates stored before this step.
-      await knex.schema.alterTable('events', (t) => {
-        t.text('previous');
-      });
-    },
-    async down(knex) {
-      await knex.raw('alter table events drop column previous');
-    },
-  },
+  // The whole row, with its id, as it was before an update (asyncapi.yaml, UpdateMessage `previous`);
+  // null for inserts and deletes, and for the updates stored before this step.
+  '0009_event_previous': textColumn('events', 'previous'),
   '0010_row_versions': {
     async up(knex) {
       // The row's version (openapi.yaml, ETag): the collection's seq of the change that made it as it is,
@@ -489,7 +480,25 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   '0029_postgres_keys_go_with_rows': schema.own['0029_postgres_keys_go_with_rows'] ?? unchanged,
   '0030_sqlite_strings_kept_by_sort_indexes': schema.own['0030_sqlite_strings_kept_by_sort_indexes'] ?? unchanged,
   '0031_sort_key_pairs': sortKeyPairs(schema),
+  // A search index's making over the rows already there, a batch a transaction (../search/indexes.ts,
+  // fillSearchIndex): `{"after": id, "until": id}`, the rows whose words are yet to be written (ids past
+  // `after`, up to `until`), null when none are. Read by each batch and by a process as it starts.
+  '0032_search_fills': textColumn('collections', 'search_fill'),
 });
+
+/** A migration that adds the text column `column` (null in every row) to `table`, and drops it to undo. */
+function textColumn(table: string, column: string): Knex.Migration {
+  return {
+    async up(knex) {
+      await knex.schema.alterTable(table, (t) => {
+        t.text(column);
+      });
+    },
+    async down(knex) {
+      await knex.raw(`alter table ${table} drop column ${column}`);
+    },
+  };
+}
 
 /**
  * Slots of a pair of fields (../engine/sorted.ts): an entry of `collections.sorted` may be a pair [F, G],
