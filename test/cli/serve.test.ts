@@ -2,8 +2,9 @@
 // shutdown on SIGTERM, and durability through SIGKILL (contract: "Names and start-up", "Storage").
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import module from 'node:module';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -127,6 +128,20 @@ describe('rowbase serve', () => {
       expect(chosenEnviron).to.include.members(['MALLOC_ARENA_MAX=8', 'MALLOC_MMAP_THRESHOLD_=65536']);
       expect(chosenEnviron.filter((variable) => variable.startsWith('MALLOC_MMAP_THRESHOLD_='))).to.have.length(1);
       expect((await argumentsOf(chosen)).filter((argument) => argument.includes('semi-space'))).to.deep.equal([]);
+    });
+
+    it("keeps no compile cache for the server, where the other commands keep Node's", async function () {
+      if (!('enableCompileCache' in module)) this.skip(); // Node before 22.1 has none
+      const temp = join(workspace.dir, 'temp');
+      await mkdir(temp);
+      const server = await workspace.serve({ TMPDIR: temp });
+      expect((await new Client(server.url).get('/health')).status).to.equal(200);
+      expect(existsSync(join(temp, 'node-compile-cache'))).to.equal(false);
+      server.signal('SIGTERM');
+      await server.exited;
+
+      expect((await workspace.run(['plans', 'list'], { TMPDIR: temp })).code).to.equal(0);
+      expect(existsSync(join(temp, 'node-compile-cache'))).to.equal(true);
     });
 
     it('logs a URL that reaches it when HOST is an IPv6 address', async () => {
