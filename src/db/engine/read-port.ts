@@ -16,9 +16,12 @@ import type { Sql } from './sql/template.ts';
  * index), which reads no more than its offset and limit (the default); `sort` for a page that sorts or
  * filters the collection, which may read all of it, and so is stopped past the query timeout
  * (config.ts, queryTimeoutMs); `once` for such a page whose SQL is made for one request (a filter's),
- * which is not worth preparing to keep.
+ * which is not worth preparing to keep; `related` for the rows related to a page (an expansion's statement,
+ * ../reads/expand.ts), read through an index as a page is but hundreds of rows at a time: on SQLite a
+ * connection of its own, so that pages and their expansions do not take turns on one (docs/performance.md,
+ * "An expansion's statement on a connection of its own").
  */
-type ReadKind = 'point' | 'scan' | 'sort' | 'once';
+type ReadKind = 'point' | 'scan' | 'sort' | 'once' | 'related';
 
 /** Reads that all see one snapshot of the database. */
 export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;

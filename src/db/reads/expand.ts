@@ -246,7 +246,7 @@ async function readLevel(
 
 function readParts(source: PageSource, read: RelatedRead): Promise<RelatedPart[]> {
   const { sql, params } = source.relatedRows(read);
-  return source.read<RelatedPart>(sql, params);
+  return source.read<RelatedPart>(sql, params, 'related');
 }
 
 const BY_ID: SortKey[] = [{ field: 'id', direction: 'asc' }];

@@ -1,6 +1,6 @@
 // SQLite's read-only connections, and the checkpoints of the WAL. Knex's one connection is the writer
-// (writer.ts, SqliteWriter); read-only connections serve the hot reads, one for single rows and some for
-// pages, each statement prepared once per connection and reused (writer.ts, StatementCache). In WAL mode
+// (writer.ts, SqliteWriter); read-only connections serve the hot reads, one for single rows, some for
+// pages and one for the rows related to pages (an expansion's), each statement prepared once per connection and reused (writer.ts, StatementCache). In WAL mode
 // they run beside the writer, so a read never waits behind a write transaction, nor a write behind a
 // slow page; a read sees every transaction committed before it began, so a client reads its own
 // acknowledged writes. Errors leave as the driver's and are translated at the store's edge (../errors.ts).
@@ -24,7 +24,7 @@ import { StatementCache } from './writer.ts';
  * run at a time; see readMerged.) Pages have two: a page read through a sort index is as quick as a
  * row read, and a second copy lets the next page start while the main thread takes the rows of the
  * one before; more would let slow pages, which sort a whole collection, hold more of the pool's
- * threads, each waiting for the connection's mutex.
+ * threads, each waiting for the connection's mutex. The rows related to pages have two, as pages do.
  */
 const ROW_READ_COPIES = 4;
 const PAGE_READ_COPIES = 2;
@@ -66,10 +66,11 @@ export const SNAPSHOT_CONNECTIONS = 4;
 
 /**
  * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of rows
- * read through an index, `query` for pages that sort or filter, which may read a whole collection: a
+ * read through an index, `related` for the rows related to a page (an expansion's statement: hundreds of
+ * rows, through an index), `query` for pages that sort or filter, which may read a whole collection: a
  * slow page then holds up neither a row read, nor an indexed page, nor a write.
  */
-export type ReadKind = 'point' | 'scan' | 'query' | `snapshot${number}`;
+export type ReadKind = 'point' | 'scan' | 'query' | 'related' | `snapshot${number}`;
 
 interface Reader {
   db: sqlite3.Database;
@@ -247,7 +248,8 @@ export class SqliteReaders {
         // A page is one string made here: a longer one fails (errors.ts, isTooBig) before it is made, where
         // one longer than V8 can hold would end the process (../rows.ts, MAX_PAGE_BYTES).
         if (kind !== 'point') db.configure('limit', sqlite3.LIMIT_LENGTH, MAX_PAGE_BYTES);
-        resolve({ db, cache: new StatementCache(db, kind === 'point' ? ROW_READ_COPIES : kind === 'scan' ? PAGE_READ_COPIES : 1) });
+        const copies = kind === 'point' ? ROW_READ_COPIES : kind === 'scan' || kind === 'related' ? PAGE_READ_COPIES : 1;
+        resolve({ db, cache: new StatementCache(db, copies) });
       });
     });
     this.readers.set(kind, opening);
