@@ -1,9 +1,10 @@
 // SQLite's read-only connections, and the checkpoints of the WAL. Knex's one connection is the writer
 // (writer.ts, SqliteWriter); read-only connections serve the hot reads, one for single rows, some for
-// pages and one for the rows related to pages (an expansion's), each statement prepared once per connection and reused (writer.ts, StatementCache). In WAL mode
-// they run beside the writer, so a read never waits behind a write transaction, nor a write behind a
-// slow page; a read sees every transaction committed before it began, so a client reads its own
-// acknowledged writes. Errors leave as the driver's and are translated at the store's edge (../errors.ts).
+// pages and one for the rows related to pages (an expansion's), each statement prepared once per
+// connection and reused (writer.ts, StatementCache). In WAL mode they run beside the writer, so a read
+// never waits behind a write transaction, nor a write behind a slow page; a read sees every transaction
+// committed before it began, so a client reads its own acknowledged writes. Errors leave as the driver's
+// and are translated at the store's edge (../errors.ts).
 
 import sqlite3 from 'sqlite3';
 import { MAX_PAGE_BYTES } from '../../rows.ts';
