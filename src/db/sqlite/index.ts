@@ -35,12 +35,14 @@ import { SqliteWriter } from './writer.ts';
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
  * synchronous=NORMAL in WAL mode keeps every committed transaction through a crash of the process
  * (kill -9), though not through a power cut. The writer leaves checkpoints to a connection of their own
- * (readers.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
- * (the rows of a statement's RETURNING) in memory, and has the views through which a group of row
- * writes, or of the webhooks' acknowledgements, or a unique index's keys, is one statement (sql/).
+ * (readers.ts), cuts the WAL file back to 64 MB when it starts it over, and has the views through which
+ * a group of row writes, or of the webhooks' acknowledgements, or a unique index's keys, is one statement
+ * (sql/). Its temporary B-trees (a statement's RETURNING, the rows of an INSERT … SELECT) stay in its
+ * page cache and spill to a file past it (`temp_store = FILE`): kept all in memory, they grew the process's
+ * heap by some 10 MB as a collection of a million rows was seeded (docs/performance.md, "Memory").
  */
 export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
-  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}${uniqueFillsProcedure}${streamAcksProcedure}`;
+  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = FILE; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}${uniqueFillsProcedure}${streamAcksProcedure}`;
 
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
 export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs }: OpenOptions, areas: AreaParts): Promise<OpenedSqlite> {

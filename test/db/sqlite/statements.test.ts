@@ -182,6 +182,19 @@ describe('SQLite hot statements', () => {
     expect(statSync(file).size).to.be.greaterThan(before + 500_000);
   });
 
+  it("keep the writer's temporary B-trees in its page cache and a file past it, not all in the heap", async () => {
+    const [{ temp_store }] = await store.knex.raw('pragma temp_store');
+    expect(temp_store).to.equal(1); // FILE
+    // A statement whose temporary B-tree outgrows the cache (an INSERT … SELECT of 5,000 rows of 1 KB) still writes.
+    const text = 'x'.repeat(1000);
+    await store.insertRows(
+      accountId,
+      'notes',
+      Array.from({ length: 5000 }, (_, n) => ({ n, text })),
+    );
+    expect((await store.getRow(accountId, 'notes', 5000)).json).to.include('"n":4999');
+  });
+
   it('start the WAL over under a steady load of reads beside the writes, which a passive checkpoint never does', async () => {
     const file = join(dir, 'rowbase.sqlite');
     await store.insertRows(accountId, 'notes', [{ n: 0 }]);
