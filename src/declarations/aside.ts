@@ -6,6 +6,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { unavailable } from '../errors.ts';
+import { reduceNow } from '../memory.ts';
 
 /**
  * A job of the worker (worker.ts): a declaration's text to read, the documents and models to compare, or its
@@ -98,6 +99,10 @@ function start(): Held {
         eval: true,
       })
     : new Worker(entry);
+  // While the worker loads its code, on a thread of its own, the server's heap is made as small as it can
+  // be: the worker's heap comes on top of it, and a server that has been busy holds a young generation at
+  // its largest and an old one of garbage (docs/performance.md, "The server's heap reduced as the worker starts").
+  reduceNow();
   const started: Held = { worker, waiting: new Map() };
   held = started;
   worker.on('message', ({ id, answer, failed }: { id: number; answer?: unknown; failed?: string }) => {

@@ -138,6 +138,33 @@ describe("declarations: the contract's diff", () => {
     expect(made.documents.openapi.secret.some(({ path }) => path.endsWith('/properties/name'))).to.equal(true);
   });
 
+  it("makes the server's own heap as small as it can be as the worker starts, its young generation at its smallest", async function () {
+    this.timeout(60_000);
+    // A process started as bin/rowbase starts the server, busy first (objects that live a while, which grow
+    // V8's young generation to its largest), then asking the worker its first job.
+    const script = `
+      import { getHeapSpaceStatistics } from 'node:v8';
+      import { aside } from ${JSON.stringify(new URL('../../src/declarations/aside.ts', import.meta.url).href)};
+      const young = () => getHeapSpaceStatistics().find(({ space_name }) => space_name === 'new_space').physical_space_size;
+      let kept = [];
+      for (let i = 0; i < 3e6; i++) {
+        kept.push({ i, text: 'x' + i });
+        if (kept.length > 300000) kept = [];
+      }
+      const before = young();
+      await aside({ heapSpaces: true });
+      console.log(JSON.stringify({ before, after: young() }));
+      process.exit(0);`;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--max-semi-space-size=8', '--import', 'tsx', '--input-type=module', '-e', script],
+      { cwd: new URL('../..', import.meta.url) },
+    );
+    const { before, after } = JSON.parse(stdout) as { before: number; after: number };
+    expect(before).to.be.above(8 * 1024 * 1024);
+    expect(after).to.be.at.most(2 * 1024 * 1024);
+  });
+
   it("keeps the worker's young generation at 8 MB, though the process was started with a larger one", async function () {
     this.timeout(60_000);
     // A process started as bin/rowbase starts the server, with V8's --max-semi-space-size (larger here): that
