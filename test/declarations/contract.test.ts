@@ -155,12 +155,7 @@ describe("declarations: the contract's diff", () => {
       await aside({ heapSpaces: true });
       console.log(JSON.stringify({ before, after: young() }));
       process.exit(0);`;
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ['--max-semi-space-size=8', '--import', 'tsx', '--input-type=module', '-e', script],
-      { cwd: new URL('../..', import.meta.url) },
-    );
-    const { before, after } = JSON.parse(stdout) as { before: number; after: number };
+    const { before, after } = (await printedBy(script, 8)) as { before: number; after: number };
     expect(before).to.be.above(8 * 1024 * 1024);
     expect(after).to.be.at.most(2 * 1024 * 1024);
   });
@@ -181,14 +176,19 @@ describe("declarations: the contract's diff", () => {
       const spaces = await aside({ heapSpaces: true });
       console.log(JSON.stringify(spaces));
       process.exit(0);`;
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      ['--max-semi-space-size=16', '--import', 'tsx', '--input-type=module', '-e', script],
-      { cwd: new URL('../..', import.meta.url) },
-    );
-    const spaces = JSON.parse(stdout) as { space_name: string; physical_space_size: number; space_used_size: number }[];
+    const spaces = (await printedBy(script, 16)) as { space_name: string; physical_space_size: number; space_used_size: number }[];
     const young = spaces.find(({ space_name }) => space_name === 'new_space') ?? { physical_space_size: 0, space_used_size: 0 };
     expect(young.space_used_size).to.be.above(0);
     expect(young.physical_space_size).to.be.at.most(8 * 1024 * 1024);
   });
 });
+
+/** What `script` (an ES module) prints as JSON, run in a process started as bin/rowbase starts the server, with semi-spaces of `semiSpaceMb`. */
+async function printedBy(script: string, semiSpaceMb: number): Promise<unknown> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [`--max-semi-space-size=${semiSpaceMb}`, '--import', 'tsx', '--input-type=module', '-e', script],
+    { cwd: new URL('../..', import.meta.url) },
+  );
+  return JSON.parse(stdout);
+}
