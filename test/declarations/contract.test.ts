@@ -183,7 +183,7 @@ describe("declarations: the contract's diff", () => {
   });
 });
 
-/** What `script` (an ES module) prints as JSON, run in a process started as bin/rowbase starts the server, with semi-spaces of `semiSpaceMb`. */
+/** What `script` (an ES module) prints as JSON, run in a Node process of its own whose semi-spaces are `semiSpaceMb` MB. */
 async function printedBy(script: string, semiSpaceMb: number): Promise<unknown> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
