@@ -6,6 +6,7 @@ import { createDatabase, describeEachBackend, knexOf, skipWithoutPostgres } from
 import type { ChangesPage } from '../support/changes.ts';
 import type { Client } from '../support/client.ts';
 import { changeLog, expired, madeCollection, nextLink, walkedN } from '../support/expiry.ts';
+import { FeedClient } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 type Problem = { code: string; errors?: { in: string; name: string; message: string }[] };
@@ -27,7 +28,6 @@ describeEachBackend('rows that expire', (backend) => {
   const changes = (name: string) => changeLog(client, name);
 
   before(async () => {
-    // A sweep only when a test asks for one (runOnce).
     // A sweep only when a test asks for one (runOnce); a page ordered by a field reads its sort index at once.
     server = await startTestServer({ expirySweepIntervalMs: 3_600_000, sortIndexMinRows: 0 }, { backend });
     client = await server.client();
@@ -375,6 +375,28 @@ describeEachBackend('rows that expire', (backend) => {
         [8, 'expired'],
         [9, 'expired'],
       ]);
+    });
+
+    it('tells a feed socket of each row it deletes as the batch commits, marked expired', async () => {
+      const name = await collection();
+      const rows = [
+        { n: 1, expires_at: past },
+        { n: 2, expires_at: future },
+        { n: 3, expires_at: past },
+      ];
+      expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+      const feed = await FeedClient.open(server.url, client.key, { collection: name });
+      try {
+        await server.feed.sweeper.runOnce();
+        const heard = await feed.changesCount(2);
+        expect(heard.map((message) => [message.type, 'row' in message ? (message.row as Row).n : undefined])).to.deep.equal([
+          ['delete', 1],
+          ['delete', 3],
+        ]);
+        expect(heard.map((message) => ('reason' in message ? message.reason : undefined))).to.deep.equal(['expired', 'expired']);
+      } finally {
+        await feed.close();
+      }
     });
 
     it('expires rows stored before the time to live was set, and rows patched into the past', async () => {

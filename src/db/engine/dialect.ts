@@ -108,6 +108,14 @@ export interface Dialect {
    * only its collection's row, where a batch's round trips are paid the fewer times the more rows it holds.
    */
   sweepBatchRows: number;
+  /**
+   * A sweep's batch of the collection `collectionId` as one statement that commits on its own, where the
+   * dialect has one (PostgreSQL): the rows expired by `now` (ms since the epoch), `rows` at most, deleted
+   * as sweepExpiredBatch() deletes them, each with its event, and the change announced; answers how many
+   * went, or undefined, writing nothing, for a collection whose deletes follow relations (the
+   * transaction's path, ../expiry/sweep.ts).
+   */
+  sweepAlone?(collectionId: number, now: number, rows: number): Promise<number | undefined>;
   /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */

@@ -1,6 +1,7 @@
 // The sweeper's deletes (docs/expiry.md): the rows past their expiry, a small batch of one collection
 // at a time, each batch a delete by filter (../rows/writes.ts, deleteRowsIn) in a write of its own: one
-// delete event a row, marked `"reason": "expired"`, and its relations' on_delete followed, as any delete.
+// delete event a row, marked `"reason": "expired"`, and its relations' on_delete followed, as any delete;
+// on PostgreSQL a collection without relations has each batch as one statement (Dialect.sweepAlone).
 
 import { expiryNow } from '../../expiry/ttl.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
@@ -32,6 +33,8 @@ export async function expiringCollections(db: Dialect, after: number, now: numbe
  * sweep) is deleted, and its event written, once, and a row patched to expire later is left.
  */
 export async function sweepExpiredBatch(db: Dialect, collection: ExpiringCollection, now: number, batchSize: number): Promise<number> {
+  const alone = await db.sweepAlone?.(collection.id, now, batchSize);
+  if (alone !== undefined) return alone;
   const { accountId, name } = collection;
   const deleted = await db.rows.writeSeveral(async (trx) => {
     const found = await db.run<{ id: number | string }>(trx, expiredRowIdsSql, [collection.id, now, batchSize]);

@@ -21,7 +21,7 @@ import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueKeySql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
-import { refreshExpiriesSql } from './sql/expiry.ts';
+import { refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithToOnes, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
@@ -83,6 +83,16 @@ export async function openPostgres(
     // A transaction waiting for a lock is woken when it is released.
     writerWakeMs: () => 0,
     sweepBatchRows: 250,
+    async sweepAlone(collectionId, now, rows) {
+      const payload = `${changes.instance} ${collectionId}`;
+      const params = [collectionId, now, rows, CHANNEL, payload];
+      const [swept] = await runAlone<{ related: boolean; n: number | string }>(knex, sweepBatchSql, params);
+      if (swept.related) return undefined;
+      const deleted = Number(swept.n);
+      // This process hears its own NOTIFYs in-process (listenForChanges() leaves them out), as announce()'s.
+      if (deleted > 0) changes.emit('change', collectionId);
+      return deleted;
+    },
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

@@ -2,6 +2,7 @@
 // epoch) from its collection's time to live's field, as each write of the row's text sets it (rows.ts:
 // a batch of inserts, a patch, a change by filter, an import). Whether a row lives is the same in both
 // (../../engine/sql/expiry.ts, liveRowText).
+import { rowJsonSql } from './reads.ts';
 
 /**
  * Migration 0026's function: the expiry of the row whose text is `data` by its field `field`, read as
@@ -64,3 +65,47 @@ export const expiryTriggersSql = [
 ];
 
 export const dropExpiryTriggersSql = ['drop trigger if exists rows_expiry on rows', 'drop function if exists rowbase_row_expiry()'];
+
+/**
+ * A sweep's batch as one statement that commits on its own (Dialect.sweepAlone; ../../expiry/sweep.ts),
+ * where a batch in a transaction sends ten (the ids, the collection held, the rows read, the counters,
+ * the keys, the rows, the events, the NOTIFY, the commit) and the rows' texts go to the process and back
+ * as their events. $1 the collection's id, $2 now (ms since the epoch), $3 the rows at most, $4 and $5 the
+ * NOTIFY's channel and payload (rows.ts, listenForChanges). The collection's row held first, as every
+ * write holds it; then the rows expired by $2, the first to expire, locked: each is read again as it is
+ * now (READ COMMITTED), so a row patched meanwhile to expire later, or deleted, is left. Then each goes,
+ * each row and its sort keys probed by id as rowIdsSql() probes them (./relations.ts), with its sort keys (its unique keys by the trigger of `rows`, its words by their foreign key), the
+ * collection's counters move, and a delete event each, in id order, marked expired, as appendEvents()
+ * writes them. A collection with relations, in or out, is written nothing and answers `related`: its
+ * deletes follow the relations' on_delete, which the transaction's path does (deleteRowsIn).
+ */
+export const sweepBatchSql = `with held as materialized (
+    select c.sorted <> '[]' as sorted,
+        exists (select 1 from collection_relations x where x.target_id = c.id or x.collection_id = c.id) as related
+      from collections c where c.id = $1
+      for no key update
+  ), doomed as materialized (
+    select r.id from rows r
+      where r.collection_id = $1 and r.expires_at <= $2 and not (select related from held)
+      order by r.expires_at limit $3
+      for update
+  ), gone as (
+    delete from rows r where r.ctid = any(array(select p.ctid from doomed d
+        cross join lateral (select ctid from rows where collection_id = (select $1::integer) and id = d.id offset 0) p))
+      returning r.id, r.data
+  ), counted as materialized (
+    select count(*) as n from gone
+  ), counters as (
+    update collections c set last_seq = c.last_seq + k.n, row_count = c.row_count - k.n
+      from counted k where c.id = $1 and k.n > 0
+      returning c.last_seq - k.n as before_seq,
+        to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+  ), unkeyed as (
+    delete from sort_keys k where (select sorted from held) and k.ctid = any(array(select p.ctid from gone g
+        cross join lateral (select ctid from sort_keys where collection_id = (select $1::integer) and row_id = g.id offset 0) p))
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, previous, at, reason)
+      select $1, c.before_seq + g.place, 'delete', g.id, ${rowJsonSql}, null, c.at, 'expired'
+        from counters c, (select id, data, row_number() over (order by id) as place from gone) g
+  )
+  select (select related from held) as related, n, case when n > 0 then pg_notify($4, $5) end as notified from counted`;
