@@ -21,13 +21,13 @@ import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueKeySql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
-import { refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
+import { holdSweptSql, refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithToOnes, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { ackStreamsSql, claimStreamsSql } from './sql/webhooks.ts';
-import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.ts';
+import { runAlone, runInTransaction, runSnapshot, runTimed, runWrite } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
 export async function openPostgres(
@@ -85,12 +85,14 @@ export async function openPostgres(
     sweepBatchRows: 250,
     async sweepAlone(collectionId, now, rows) {
       const payload = `${changes.instance} ${collectionId}`;
-      const params = [collectionId, now, rows, CHANNEL, payload];
-      const [swept] = await runAlone<{ related: boolean; n: number | string }>(knex, sweepBatchSql, params);
-      if (swept.related) return undefined;
-      const deleted = Number(swept.n);
+      const deleted = await runWrite(knex, async (run) => {
+        const [held] = await run<{ sorted: boolean; related: boolean }>(holdSweptSql, [collectionId]);
+        if (!held || held.related) return held ? undefined : 0;
+        const [swept] = await run<{ n: number | string }>(sweepBatchSql, [collectionId, now, rows, held.sorted ? 1 : 0, CHANNEL, payload]);
+        return Number(swept.n);
+      });
       // This process hears its own NOTIFYs in-process (listenForChanges() leaves them out), as announce()'s.
-      if (deleted > 0) changes.emit('change', collectionId);
+      if (deleted) changes.emit('change', collectionId);
       return deleted;
     },
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.

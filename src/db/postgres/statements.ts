@@ -76,13 +76,25 @@ export async function runTimed<T>(knex: Knex, sql: string, params: SqlValue[], m
  * statement as runAlone()'s. Knex's own transaction (a query builder's begin and commit, its events)
  * cost a page with expanded rows more of the main thread than its reads.
  */
-export async function runSnapshot<T>(
-  knex: Knex,
-  work: (read: <R>(sql: string, params: SqlValue[]) => Promise<R[]>) => Promise<T>,
-): Promise<T> {
+export function runSnapshot<T>(knex: Knex, work: (read: Run) => Promise<T>): Promise<T> {
+  return runTransaction(knex, 'begin isolation level repeatable read read only', work);
+}
+
+/**
+ * Runs `work` as one write transaction (READ COMMITTED: each statement sees what committed before it) on
+ * a connection of Knex's pool, each statement named as runAlone()'s, without Knex's transaction around it.
+ */
+export function runWrite<T>(knex: Knex, work: (run: Run) => Promise<T>): Promise<T> {
+  return runTransaction(knex, 'begin', work);
+}
+
+/** One statement of runSnapshot()'s or runWrite()'s work, answering its rows. */
+type Run = <R>(sql: string, params: SqlValue[]) => Promise<R[]>;
+
+async function runTransaction<T>(knex: Knex, begin: string, work: (run: Run) => Promise<T>): Promise<T> {
   const connection = await knex.client.acquireConnection();
   try {
-    await connection.query('begin isolation level repeatable read read only');
+    await connection.query(begin);
     try {
       const result = await work((sql, params) => runNamed(connection, sql, params));
       await connection.query('commit');

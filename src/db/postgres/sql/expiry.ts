@@ -67,26 +67,29 @@ export const expiryTriggersSql = [
 export const dropExpiryTriggersSql = ['drop trigger if exists rows_expiry on rows', 'drop function if exists rowbase_row_expiry()'];
 
 /**
- * A sweep's batch as one statement that commits on its own (Dialect.sweepAlone; ../../expiry/sweep.ts),
- * where a batch in a transaction sends ten (the ids, the collection held, the rows read, the counters,
- * the keys, the rows, the events, the NOTIFY, the commit) and the rows' texts go to the process and back
- * as their events. $1 the collection's id, $2 now (ms since the epoch), $3 the rows at most, $4 and $5 the
- * NOTIFY's channel and payload (rows.ts, listenForChanges). The collection's row held first, as every
- * write holds it; then the rows expired by $2, the first to expire, locked: each is read again as it is
- * now (READ COMMITTED), so a row patched meanwhile to expire later, or deleted, is left. Then each goes,
- * each row and its sort keys probed by id as rowIdsSql() probes them (./relations.ts), with its sort keys (its unique keys by the trigger of `rows`, its words by their foreign key), the
- * collection's counters move, and a delete event each, in id order, marked expired, as appendEvents()
- * writes them. A collection with relations, in or out, is written nothing and answers `related`: its
- * deletes follow the relations' on_delete, which the transaction's path does (deleteRowsIn).
+ * A sweep's batch, first (Dialect.sweepAlone; ../../expiry/sweep.ts): the collection `?`'s row held until
+ * the commit, as every write holds it, with whether it has a sort index (its keys to delete) and whether
+ * it has relations, in or out (then the batch takes the transaction's path, deleteRowsIn, whose deletes
+ * follow them).
  */
-export const sweepBatchSql = `with held as materialized (
-    select c.sorted <> '[]' as sorted,
-        exists (select 1 from collection_relations x where x.target_id = c.id or x.collection_id = c.id) as related
-      from collections c where c.id = $1
-      for no key update
-  ), doomed as materialized (
+export const holdSweptSql = `select c.sorted <> '[]' as sorted,
+    exists (select 1 from collection_relations x where x.target_id = c.id or x.collection_id = c.id) as related
+  from collections c where c.id = ? for no key update`;
+
+/**
+ * A sweep's batch once holdSweptSql holds its collection, as one statement, where the transaction's path
+ * sends eight (the ids, the rows read again, the counters, the keys, the rows, the events, the NOTIFY) and
+ * the rows' texts go to the process and back as their events. $1 the collection's id, $2 now (ms since the
+ * epoch), $3 the rows at most, $4 1 when it has sort keys (0 when not), $5 and $6 the NOTIFY's channel and payload
+ * (rows.ts, listenForChanges). The rows expired by $2, the first to expire, each deleted with its sort keys
+ * (each row and key probed by its id as rowIdsSql() probes them, ./relations.ts; its unique keys go by the
+ * trigger of `rows`, its words by their foreign key), the collection's counters moved, and a delete event
+ * each, in id order, marked expired, as appendEvents() writes them. Its snapshot is taken after the hold,
+ * so it sees every write of the collection committed before.
+ */
+export const sweepBatchSql = `with doomed as materialized (
     select r.id from rows r
-      where r.collection_id = $1 and r.expires_at <= $2 and not (select related from held)
+      where r.collection_id = $1 and r.expires_at <= $2
       order by r.expires_at limit $3
       for update
   ), gone as (
@@ -101,11 +104,11 @@ export const sweepBatchSql = `with held as materialized (
       returning c.last_seq - k.n as before_seq,
         to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
   ), unkeyed as (
-    delete from sort_keys k where (select sorted from held) and k.ctid = any(array(select p.ctid from gone g
+    delete from sort_keys k where $4::integer = 1 and k.ctid = any(array(select p.ctid from gone g
         cross join lateral (select ctid from sort_keys where collection_id = (select $1::integer) and row_id = g.id offset 0) p))
   ), logged as (
     insert into events (collection_id, seq, type, row_id, row, previous, at, reason)
       select $1, c.before_seq + g.place, 'delete', g.id, ${rowJsonSql}, null, c.at, 'expired'
         from counters c, (select id, data, row_number() over (order by id) as place from gone) g
   )
-  select (select related from held) as related, n, case when n > 0 then pg_notify($4, $5) end as notified from counted`;
+  select n, case when n > 0 then pg_notify($5, $6) end as notified from counted`;
