@@ -109,8 +109,8 @@ export interface Dialect {
    */
   sweepBatchRows: number;
   /**
-   * A sweep's batch of the collection `collectionId` as one statement that commits on its own, where the
-   * dialect has one (PostgreSQL): the rows expired by `now` (ms since the epoch), `rows` at most, deleted
+   * A sweep's batch of the collection `collectionId` as a transaction of few round trips, where the dialect
+   * has one (PostgreSQL: its row held, then one statement): the rows expired by `now` (ms since the epoch), `rows` at most, deleted
    * as sweepExpiredBatch() deletes them, each with its event, and the change announced; answers how many
    * went, or undefined, writing nothing, for a collection whose deletes follow relations (the
    * transaction's path, ../expiry/sweep.ts).

@@ -87,7 +87,8 @@ export async function openPostgres(
       const payload = `${changes.instance} ${collectionId}`;
       const deleted = await runWrite(knex, async (run) => {
         const [held] = await run<{ sorted: boolean; related: boolean }>(holdSweptSql, [collectionId]);
-        if (!held || held.related) return held ? undefined : 0;
+        if (!held) return 0; // the collection is gone: nothing to sweep
+        if (held.related) return undefined;
         const [swept] = await run<{ n: number | string }>(sweepBatchSql, [collectionId, now, rows, held.sorted ? 1 : 0, CHANNEL, payload]);
         return Number(swept.n);
       });

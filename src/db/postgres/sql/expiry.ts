@@ -80,8 +80,8 @@ export const holdSweptSql = `select c.sorted <> '[]' as sorted,
  * A sweep's batch once holdSweptSql holds its collection, as one statement, where the transaction's path
  * sends eight (the ids, the rows read again, the counters, the keys, the rows, the events, the NOTIFY) and
  * the rows' texts go to the process and back as their events. $1 the collection's id, $2 now (ms since the
- * epoch), $3 the rows at most, $4 1 when it has sort keys (0 when not), $5 and $6 the NOTIFY's channel and payload
- * (rows.ts, listenForChanges). The rows expired by $2, the first to expire, each deleted with its sort keys
+ * epoch), $3 the rows at most, $4 1 when it has sort keys (0 when not), $5 and $6 the NOTIFY's channel and
+ * payload (rows.ts, listenForChanges). The rows expired by $2, the first to expire, each deleted with its sort keys
  * (each row and key probed by its id as rowIdsSql() probes them, ./relations.ts; its unique keys go by the
  * trigger of `rows`, its words by their foreign key), the collection's counters moved, and a delete event
  * each, in id order, marked expired, as appendEvents() writes them. Its snapshot is taken after the hold,
