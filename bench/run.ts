@@ -1005,8 +1005,13 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   } finally {
     await stop(server.child, settings.stopGraceMs); // the profile is written as the process exits
   }
-  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread.
-  const [file] = readdirSync(dir).filter((name) => /\.\d+\.0\.\d+\.cpuprofile$/.test(name));
+  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread. bin/rowbase's `serve`
+  // starts again as it begins (execve, the same pid), and the first start writes a profile of its own:
+  // the server's is the later.
+  const file = readdirSync(dir)
+    .filter((name) => /\.\d+\.0\.\d+\.cpuprofile$/.test(name))
+    .sort()
+    .at(-1);
   if (!file) throw new Error(`rowbase wrote no profile for ${workload}`);
   // Kept (git-ignored) for a closer look in Chrome DevTools or speedscope.
   mkdirSync(join(benchDir, 'profiles'), { recursive: true });
