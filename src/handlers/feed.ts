@@ -175,10 +175,12 @@ function answerPage(headers: IncomingHttpHeaders, { texts, nextSince, caughtUp, 
     const last = { 'Cache-Control': 'no-store', Vary: VARY, ...(waitSkipped && { 'Rowbase-Wait-Skipped': 'too_many_connections' }) };
     return { status: 200, body, contentType: 'application/json', headers: last };
   }
-  const version = createHash('sha256').update(body).digest('base64url').slice(0, 22);
+  // Its bytes made once, for the hash and the answer alike: each would encode the text again.
+  const bytes = Buffer.from(body);
+  const version = createHash('sha256').update(bytes).digest('base64url').slice(0, 22);
   const cached = { ETag: etagOf(version), 'Cache-Control': IMMUTABLE, Vary: VARY };
   if (ifNoneMatch(headers)(version)) return { status: 304, headers: { ETag: cached.ETag } };
-  return { status: 200, body, contentType: 'application/json', headers: cached };
+  return { status: 200, body: bytes, contentType: 'application/json', headers: cached };
 }
 
 /** With a publishable key (`claims` defined), the end user the subscription is held to. */
