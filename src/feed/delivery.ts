@@ -9,7 +9,7 @@ import type { StoredEvent } from '../db/events/events.ts';
 import type { RowTest } from '../query/evaluate.ts';
 import type { Row } from '../rows.ts';
 import { type Encoding, websocketFrames } from './encodings.ts';
-import { type ChangeMessage, changeMessage } from './messages.ts';
+import { changeMessage, changeMessageText } from './messages.ts';
 import type { FeedView } from './view.ts';
 
 /** A committed change on its way to the subscribers: its event, and its messages as JSON and encoded once, when first asked for. */
@@ -72,18 +72,25 @@ export class Delivery {
     const touch = viewOf(this.event, test);
     if (touch === undefined) return undefined;
     const left = touch === 'left';
-    if (!grant) return this.message(touch, () => changeMessage(this.collection, this.event, left));
+    if (!grant) {
+      const { event, collection } = this;
+      return this.message(touch, () =>
+        event.texts ? changeMessageText(collection, event, event.texts, left) : JSON.stringify(changeMessage(collection, event, left)),
+      );
+    }
     const { row, previous } = this.event;
     const shownRow = left && !grant.reads(row) ? { id: row.id } : grant.mask(row);
     const shownPrevious = previous && (!left && !grant.reads(previous) ? { id: previous.id } : grant.mask(previous));
     const key = JSON.stringify([touch, shownAs(row, shownRow), previous && shownAs(previous, shownPrevious as Row)]);
-    return this.message(key, () => changeMessage(this.collection, { ...this.event, row: shownRow, previous: shownPrevious }, left));
+    return this.message(key, () =>
+      JSON.stringify(changeMessage(this.collection, { ...this.event, row: shownRow, previous: shownPrevious }, left)),
+    );
   }
 
-  private message(key: string, make: () => ChangeMessage): { key: string; text: string } {
+  private message(key: string, make: () => string): { key: string; text: string } {
     let text = this.texts.get(key);
     if (text === undefined) {
-      text = JSON.stringify(make());
+      text = make();
       this.texts.set(key, text);
     }
     return { key, text };
@@ -100,8 +107,9 @@ function shownAs(row: Row, shown: Row): string[] {
  * tells: `kept` (its message), `left` (an update whose row left the view: `"matches": false`), or
  * undefined (not at all). Webhooks apply filters by the same rule (src/webhooks/worker.ts).
  */
-export function viewOf({ type, row, previous }: StoredEvent, test: RowTest | undefined): 'kept' | 'left' | undefined {
-  if (!test || test(row)) return 'kept';
-  if (type !== 'update' || (previous !== undefined && !test(previous))) return undefined;
+export function viewOf(event: StoredEvent, test: RowTest | undefined): 'kept' | 'left' | undefined {
+  // Read only with a test: an event's rows are parsed when first read (events.ts, readEvents).
+  if (!test || test(event.row)) return 'kept';
+  if (event.type !== 'update' || (event.previous !== undefined && !test(event.previous))) return undefined;
   return 'left';
 }

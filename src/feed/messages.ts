@@ -29,6 +29,18 @@ export function changeMessage(collection: string, event: StoredEvent, left = fal
   return message;
 }
 
+/**
+ * JSON.stringify(changeMessage(collection, event, left)), made of the texts of the event's rows as
+ * stored (StoredEvent.texts), which are JSON.stringify's of those rows: no row parsed, none written again.
+ */
+export function changeMessageText(collection: string, event: StoredEvent, texts: NonNullable<StoredEvent['texts']>, left = false): string {
+  const { type, seq, at } = event;
+  const head = `{"type":"${type}","collection":${JSON.stringify(collection)},"seq":${seq},"at":${JSON.stringify(at)},"row":${texts.row}`;
+  if (type === 'delete' && event.reason) return `${head},"reason":${JSON.stringify(event.reason)}}`;
+  if (type !== 'update') return `${head}}`;
+  return `${head}${texts.previous === undefined ? '' : `,"previous":${texts.previous}`}${left ? ',"matches":false' : ''}}`;
+}
+
 export const collectionDeletedMessage = (collection: string): CollectionDeletedMessage => ({ type: 'collection_deleted', collection });
 
 /**

@@ -77,6 +77,17 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
           await feed.close();
         }
       });
+      // A message is made of its rows' texts as stored, unparsed (feed/messages.ts, changeMessageText):
+      // the same text as the message's JSON.stringify, updates' previous rows and "matches" included.
+      it(`writes each page as JSON.stringify writes it (${JSON.stringify(query)})`, async () => {
+        for (let since = 0; ; ) {
+          const page = await client.get<Page>(changesOf('notes', { ...query, since, limit: 7 }));
+          expect(page.status, page.text).to.equal(200);
+          expect(page.text).to.equal(JSON.stringify(page.body));
+          if (page.body.caught_up) break;
+          since = page.body.next_since;
+        }
+      });
     }
 
     it('answers nothing after the latest seq, caught up, and refuses a since ahead of it', async () => {

@@ -376,6 +376,9 @@ describeEachBackend('rows that expire', (backend) => {
         [8, 'expired'],
         [9, 'expired'],
       ]);
+      // Each message made of its row's text as stored, its reason last, as JSON.stringify writes the message.
+      const page = await client.get<ChangesPage>(`/v1/collections/${name}/changes?since=0&limit=1000`);
+      expect(page.text).to.equal(JSON.stringify(page.body));
     });
 
     it('tells a feed socket of each row it deletes as the batch commits, marked expired', async () => {

@@ -24,6 +24,44 @@ export interface StoredEvent {
   reason?: EventReason;
   /** The characters of its rows' JSON as stored (the row, and the row before), as readEvents() read them. */
   chars?: number;
+  /**
+   * Its rows' JSON as stored (`row`, and `previous` for an update that kept it), as readEvents() read
+   * them: every row is stored as JSON.stringify writes it, so a message made of these texts
+   * (../../feed/messages.ts, changeMessageText) is the text of the message made of the rows parsed.
+   */
+  texts?: { row: string; previous?: string };
+}
+
+/** An event as readEvents() reads it: its rows parsed only when first asked for (a message made of their texts never parses them). */
+class ReadEvent implements StoredEvent {
+  private parsed?: { row: Row; previous?: Row };
+
+  constructor(
+    readonly collectionId: number,
+    readonly seq: number,
+    readonly type: EventType,
+    readonly at: string,
+    readonly reason: EventReason | undefined,
+    readonly texts: { row: string; previous?: string },
+  ) {}
+
+  get row(): Row {
+    return this.rows().row;
+  }
+
+  get previous(): Row | undefined {
+    return this.rows().previous;
+  }
+
+  get chars(): number {
+    return this.texts.row.length + (this.texts.previous?.length ?? 0);
+  }
+
+  private rows() {
+    const { row, previous } = this.texts;
+    this.parsed ??= { row: JSON.parse(row), previous: previous === undefined ? undefined : JSON.parse(previous) };
+    return this.parsed;
+  }
 }
 
 /**
@@ -123,14 +161,11 @@ export async function readEvents({ query }: Dialect, collectionId: number, page:
     at: string;
     reason: EventReason | null;
   }>(eventsSql, [collectionId, page.after, upTo, page.limit]);
-  return rows.map((event) => ({
-    collectionId,
-    seq: Number(event.seq),
-    type: event.type,
-    row: JSON.parse(event.row),
-    previous: event.previous === null ? undefined : JSON.parse(event.previous),
-    at: event.at,
-    reason: event.reason ?? undefined,
-    chars: event.row.length + (event.previous?.length ?? 0),
-  }));
+  return rows.map(
+    (event) =>
+      new ReadEvent(collectionId, Number(event.seq), event.type, event.at, event.reason ?? undefined, {
+        row: event.row,
+        previous: event.previous ?? undefined,
+      }),
+  );
 }
