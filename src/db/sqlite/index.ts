@@ -105,7 +105,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
   const db = statements as PagedDialect;
   const indexes = new SortIndexMaker(db, writes);
   db.pages = {
-    // A page that sorts or filters is timed, on a connection of its own; one made for one request
+    // A page that sorts or filters is timed, on connections of their own; one made for one request
     // (a filter's) is prepared there too, and its statement dropped in turn.
     read: (sql, params, kind = 'scan') =>
       kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),

@@ -66,12 +66,19 @@ const RESTART_WAIT_MS = 25;
 export const SNAPSHOT_CONNECTIONS = 4;
 
 /**
+ * Timed reads (timedRead) at a time, each on a `query` connection of its own: a search, a filter or a sort
+ * of a large collection runs for milliseconds on the driver's thread, and with one connection the reads
+ * behind it waited that long each, one after another (docs/performance.md, "Timed reads two at a time").
+ */
+const TIMED_CONNECTIONS = 2;
+
+/**
  * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of rows
  * read through an index, `related` for the rows related to a page (an expansion's statement: hundreds of
- * rows, through an index), `query` for pages that sort or filter, which may read a whole collection: a
+ * rows, through an index), `query<n>` for pages that sort or filter, which may read a whole collection: a
  * slow page then holds up neither a row read, nor an indexed page, nor a write.
  */
-export type ReadKind = 'point' | 'scan' | 'query' | 'related' | `snapshot${number}`;
+export type ReadKind = 'point' | 'scan' | `query${number}` | 'related' | `snapshot${number}`;
 
 interface Reader {
   db: sqlite3.Database;
@@ -84,12 +91,10 @@ const MAX_MERGED_READS = 100;
 /** SQLite's read-only connections, each opened on its first read, and the WAL's checkpoints. */
 export class SqliteReaders {
   private readonly readers = new Map<ReadKind, Promise<Reader>>();
-  /** The last timed read run or queued: they take the `query` connection one at a time (timedRead). */
-  private timed: Promise<unknown> = Promise.resolve();
-  /** The snapshots' connections free now, by number; a snapshot asked for while none is waits its turn, which `waits` is told of. */
-  private readonly freeSnapshots = Array.from({ length: SNAPSHOT_CONNECTIONS }, (_, index) => index);
-  /** The snapshots waiting for a connection, in the order they asked. */
-  private readonly waitingSnapshots: ((connection: number) => void)[] = [];
+  /** The timed reads' connections (timedRead). */
+  private readonly timed = new Turns(TIMED_CONNECTIONS);
+  /** The snapshots' connections; a snapshot asked for while none is free waits its turn, which `waits` is told of. */
+  private readonly snapshots = new Turns(SNAPSHOT_CONNECTIONS);
   /** The snapshots' waits for their connection (../waits.ts). */
   readonly waits = new Waits();
   /** Reads by the SQL text that reads them together (readMerged): one run of each text at a time. */
@@ -135,25 +140,25 @@ export class SqliteReaders {
   }
 
   /**
-   * Runs `sql` on the `query` connection, and interrupts it (errors.ts, isQueryCanceled) once it has run for
-   * `ms`. sqlite3_interrupt() stops whatever runs on the connection, so timed reads take it one at a
-   * time: the one interrupted is always the one that took too long. A read waiting its turn is not
-   * timed meanwhile: it holds nothing of the database.
+   * Runs `sql` on a `query` connection (TIMED_CONNECTIONS of them), and interrupts it (errors.ts,
+   * isQueryCanceled) once it has run for `ms`. sqlite3_interrupt() stops whatever runs on the connection,
+   * so each takes one timed read at a time: the one interrupted is always the one that took too long. A
+   * read waiting its turn is not timed meanwhile: it holds nothing of the database.
    */
-  timedRead<T>(sql: string, params: SqlValue[], ms: number): Promise<T[]> {
-    const run = async () => {
+  async timedRead<T>(sql: string, params: SqlValue[], ms: number): Promise<T[]> {
+    const connection = await this.timed.take();
+    try {
       if (this.closed) throw new DatabaseClosedError();
-      const { db, cache } = await this.reader('query');
+      const { db, cache } = await this.reader(`query${connection}`);
       const timer = setTimeout(() => db.interrupt(), ms);
       try {
         return await cache.all<T>(sql, params);
       } finally {
         clearTimeout(timer);
       }
-    };
-    const result = this.timed.then(run, run);
-    this.timed = result.catch(() => {});
-    return result;
+    } finally {
+      this.timed.give(connection);
+    }
   }
 
   /**
@@ -174,12 +179,7 @@ export class SqliteReaders {
    * queue for one).
    */
   async snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T> {
-    let connection = this.freeSnapshots.pop();
-    if (connection === undefined) {
-      const askedAt = performance.now();
-      connection = await new Promise<number>((resolve) => this.waitingSnapshots.push(resolve));
-      this.waits.emit('wait', 'sqlite_snapshot', (performance.now() - askedAt) / 1000);
-    }
+    const connection = await this.snapshots.take((seconds) => this.waits.emit('wait', 'sqlite_snapshot', seconds));
     try {
       if (this.closed) throw new DatabaseClosedError();
       const { cache } = await this.reader(`snapshot${connection}`);
@@ -190,10 +190,7 @@ export class SqliteReaders {
         await cache.all('commit', []);
       }
     } finally {
-      // Handed to the snapshot that waited longest, or freed.
-      const next = this.waitingSnapshots.shift();
-      if (next) next(connection);
-      else this.freeSnapshots.push(connection);
+      this.snapshots.give(connection);
     }
   }
 
@@ -259,5 +256,33 @@ export class SqliteReaders {
       if (this.readers.get(kind) === opening) this.readers.delete(kind);
     });
     return opening;
+  }
+}
+
+/** A kind's read-only connections, by number, each taken by one read (or snapshot) at a time. */
+class Turns {
+  private readonly free: number[];
+  /** The takers waiting for a connection, in the order they asked. */
+  private readonly waiting: ((connection: number) => void)[] = [];
+
+  constructor(connections: number) {
+    this.free = Array.from({ length: connections }, (_, index) => index);
+  }
+
+  /** A free connection's number, or the next one given back, waiting its turn: `waited` is told how long it waited, in seconds. */
+  async take(waited?: (seconds: number) => void): Promise<number> {
+    const connection = this.free.pop();
+    if (connection !== undefined) return connection;
+    const askedAt = performance.now();
+    const given = await new Promise<number>((resolve) => this.waiting.push(resolve));
+    waited?.((performance.now() - askedAt) / 1000);
+    return given;
+  }
+
+  /** Hands `connection` to the taker that waited longest, or frees it. */
+  give(connection: number): void {
+    const next = this.waiting.shift();
+    if (next) next(connection);
+    else this.free.push(connection);
   }
 }

@@ -88,6 +88,34 @@ describe('SQLite hot statements', () => {
     expect(kinds).to.deep.equal(['scan', 'point', 'query', 'point']);
   });
 
+  it('run timed reads two at a time, each interrupted on its own connection, a third waiting its turn untimed', async () => {
+    const done: string[] = [];
+    const count = (n: number) =>
+      `with recursive n(i) as (select 1 union all select i + 1 from n where i < ${n}) select count(*) as c from n`;
+    const slow = sqlite()
+      .timedRead(count(3_000_000), [], 60_000)
+      .then(() => done.push('slow'));
+    // A second timed read takes the other connection: it ends while the first still reads.
+    await sqlite().timedRead(count(10), [], 60_000);
+    done.push('quick');
+    await slow;
+    expect(done).to.deep.equal(['quick', 'slow']);
+
+    // Each interrupted once it has read for its bound, on its own connection; the third read waited for one
+    // of them, untimed meanwhile, and then read to its end within its own bound.
+    const outcomes = await Promise.all(
+      [count(100_000_000), count(100_000_000), count(10)].map((sql) =>
+        sqlite()
+          .timedRead<{ c: number }>(sql, [], 300)
+          .then(
+            (rows) => rows[0].c,
+            (error: { code?: string }) => error.code,
+          ),
+      ),
+    );
+    expect(outcomes).to.deep.equal(['SQLITE_INTERRUPT', 'SQLITE_INTERRUPT', 10]);
+  });
+
   it('answer many row reads at once, each with its own row, beside writes that each read sees once committed', async () => {
     await store.insertRows(
       accountId,
