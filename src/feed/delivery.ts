@@ -78,12 +78,13 @@ export class Delivery {
         event.texts ? changeMessageText(collection, event, event.texts, left) : JSON.stringify(changeMessage(collection, event, left)),
       );
     }
-    const { row, previous } = this.event;
+    const { type, seq, at, reason, row, previous } = this.event;
     const shownRow = left && !grant.reads(row) ? { id: row.id } : grant.mask(row);
     const shownPrevious = previous && (!left && !grant.reads(previous) ? { id: previous.id } : grant.mask(previous));
     const key = JSON.stringify([touch, shownAs(row, shownRow), previous && shownAs(previous, shownPrevious as Row)]);
     return this.message(key, () =>
-      JSON.stringify(changeMessage(this.collection, { ...this.event, row: shownRow, previous: shownPrevious }, left)),
+      // The event's own fields named: an event read from the table has its rows as getters, which a spread would not copy.
+      JSON.stringify(changeMessage(this.collection, { type, seq, at, reason, row: shownRow, previous: shownPrevious }, left)),
     );
   }
 

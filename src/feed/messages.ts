@@ -19,7 +19,11 @@ export const readyMessage = (collection: string, events: EventType[], seq: numbe
  * The message of a committed change. A delete by the sweeper says it expired (`reason`). An update carries the row as it was (`previous`) when its event
  * kept it, and, with `left`, `"matches": false`: to a filtered subscriber, the row left its view.
  */
-export function changeMessage(collection: string, event: StoredEvent, left = false): ChangeMessage {
+export function changeMessage(
+  collection: string,
+  event: Pick<StoredEvent, 'type' | 'seq' | 'at' | 'row' | 'previous' | 'reason'>,
+  left = false,
+): ChangeMessage {
   const { type, seq, at, row, previous } = event;
   if (type === 'delete' && event.reason) return { type, collection, seq, at, row, reason: event.reason };
   if (type !== 'update') return { type, collection, seq, at, row };

@@ -109,11 +109,11 @@ export interface Dialect {
    */
   sweepBatchRows: number;
   /**
-   * A sweep's batch of the collection `collectionId` as a transaction of few round trips, where the dialect
-   * has one (PostgreSQL: its row held, then one statement): the rows expired by `now` (ms since the epoch), `rows` at most, deleted
-   * as sweepExpiredBatch() deletes them, each with its event, and the change announced; answers how many
-   * went, or undefined, writing nothing, for a collection whose deletes follow relations (the
-   * transaction's path, ../expiry/sweep.ts).
+   * A sweep's batch of the collection `collectionId` as a transaction of few round trips, where the
+   * dialect has one (PostgreSQL: its row held, then one statement): the rows expired by `now` (ms since
+   * the epoch), `rows` at most, deleted as sweepExpiredBatch() deletes them, each with its event, and the
+   * change announced; answers how many went, or undefined, writing nothing, for a collection whose
+   * deletes follow relations (the transaction's path, ../expiry/sweep.ts).
    */
   sweepAlone?(collectionId: number, now: number, rows: number): Promise<number | undefined>;
   /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */

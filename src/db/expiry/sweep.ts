@@ -1,7 +1,8 @@
 // The sweeper's deletes (docs/expiry.md): the rows past their expiry, a small batch of one collection
 // at a time, each batch a delete by filter (../rows/writes.ts, deleteRowsIn) in a write of its own: one
 // delete event a row, marked `"reason": "expired"`, and its relations' on_delete followed, as any delete;
-// on PostgreSQL a collection without relations has each batch as its row held and one statement (Dialect.sweepAlone).
+// on PostgreSQL a collection without relations has each batch as its row held, then one statement
+// (Dialect.sweepAlone).
 
 import { expiryNow } from '../../expiry/ttl.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
