@@ -9,7 +9,7 @@ import type { StoredEvent } from '../db/events/events.ts';
 import type { RowTest } from '../query/evaluate.ts';
 import type { Row } from '../rows.ts';
 import { type Encoding, websocketFrames } from './encodings.ts';
-import { changeMessage, changeMessageText } from './messages.ts';
+import { changeMessage, changeMessageJson } from './messages.ts';
 import type { FeedView } from './view.ts';
 
 /** A committed change on its way to the subscribers: its event, and its messages as JSON and encoded once, when first asked for. */
@@ -73,10 +73,7 @@ export class Delivery {
     if (touch === undefined) return undefined;
     const left = touch === 'left';
     if (!grant) {
-      const { event, collection } = this;
-      return this.message(touch, () =>
-        event.texts ? changeMessageText(collection, event, event.texts, left) : JSON.stringify(changeMessage(collection, event, left)),
-      );
+      return this.message(touch, () => changeMessageJson(this.collection, this.event, left));
     }
     const { type, seq, at, reason, row, previous } = this.event;
     const shownRow = left && !grant.reads(row) ? { id: row.id } : grant.mask(row);

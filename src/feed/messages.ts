@@ -34,11 +34,13 @@ export function changeMessage(
 }
 
 /**
- * JSON.stringify(changeMessage(collection, event, left)), made of the texts of the event's rows as
- * stored (StoredEvent.texts), which are JSON.stringify's of those rows: no row parsed, none written again.
+ * JSON.stringify(changeMessage(collection, event, left)): made of the texts of the event's rows as stored
+ * (StoredEvent.texts), which are JSON.stringify's of those rows, where it has them (an event read from the
+ * table): no row parsed, none written again.
  */
-export function changeMessageText(collection: string, event: StoredEvent, texts: NonNullable<StoredEvent['texts']>, left = false): string {
-  const { type, seq, at } = event;
+export function changeMessageJson(collection: string, event: StoredEvent, left = false): string {
+  const { type, seq, at, texts } = event;
+  if (!texts) return JSON.stringify(changeMessage(collection, event, left));
   const head = `{"type":"${type}","collection":${JSON.stringify(collection)},"seq":${seq},"at":${JSON.stringify(at)},"row":${texts.row}`;
   if (type === 'delete' && event.reason) return `${head},"reason":${JSON.stringify(event.reason)}}`;
   if (type !== 'update') return `${head}}`;

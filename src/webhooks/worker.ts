@@ -10,7 +10,7 @@ import type { StoredEvent } from '../db/events/events.ts';
 import type { Store } from '../db/open-store.ts';
 import type { ClaimedStream, StreamTarget } from '../db/webhooks/streams.ts';
 import { viewOf } from '../feed/delivery.ts';
-import { type ChangeMessage, changeMessage } from '../feed/messages.ts';
+import { changeMessageJson } from '../feed/messages.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type RowTest } from '../query/evaluate.ts';
 import { parseFilter } from '../query/filter.ts';
@@ -190,7 +190,7 @@ export class WebhookWorker {
         }
         attempt++;
         const id = messageId(stream.webhookId, stream.collectionId, event.seq);
-        const sent = await this.sender.send(target.url, target.secret, id, JSON.stringify(message));
+        const sent = await this.sender.send(target.url, target.secret, id, message);
         const now = Date.now();
         const logged = {
           collection: target.collection,
@@ -239,15 +239,18 @@ export class WebhookWorker {
   }
 }
 
-/** The message a webhook is sent of `event`, as the feed would send it with its kinds and filter, or undefined when it takes none. */
+/**
+ * The JSON of the message a webhook is sent of `event`, as the feed would send it with its kinds and
+ * filter (made of the rows' stored texts, which only a filter's test parses), or undefined when it takes none.
+ */
 function messageFor(
   target: Pick<StreamTarget, 'events' | 'collection'>,
   event: StoredEvent,
   test: RowTest | undefined,
-): ChangeMessage | undefined {
+): string | undefined {
   if (!target.events.includes(event.type)) return undefined;
   const view = viewOf(event, test);
-  return view && changeMessage(target.collection, event, view === 'left');
+  return view && changeMessageJson(target.collection, event, view === 'left');
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -77,7 +77,7 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
           await feed.close();
         }
       });
-      // A message is made of its rows' texts as stored, unparsed (feed/messages.ts, changeMessageText):
+      // A message is made of its rows' texts as stored, unparsed (feed/messages.ts, changeMessageJson):
       // the same text as the message's JSON.stringify, updates' previous rows and "matches" included.
       it(`writes each page as JSON.stringify writes it (${JSON.stringify(query)})`, async () => {
         for (let since = 0; ; ) {

@@ -54,6 +54,8 @@ describeEachBackend('webhook deliveries', (backend) => {
     for (const { headers, body } of receiver.received) {
       expect(headers['content-type']).to.equal('application/json');
       expect(() => verifier.verify(body, headers as Record<string, string>)).not.to.throw();
+      // Made of the rows' texts as stored (feed/messages.ts, changeMessageJson): JSON.stringify's text of the message.
+      expect(body).to.equal(JSON.stringify(JSON.parse(body)));
     }
     const messages = receiver.messages;
     expect(messages.map(({ type, seq }) => [type, seq])).to.deep.equal([

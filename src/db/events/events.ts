@@ -27,7 +27,7 @@ export interface StoredEvent {
   /**
    * Its rows' JSON as stored (`row`, and `previous` for an update that kept it), as readEvents() read
    * them: every row is stored as JSON.stringify writes it, so a message made of these texts
-   * (../../feed/messages.ts, changeMessageText) is the text of the message made of the rows parsed.
+   * (../../feed/messages.ts, changeMessageJson) is the text of the message made of the rows parsed.
    */
   texts?: { row: string; previous?: string };
 }
