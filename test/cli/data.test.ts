@@ -77,6 +77,20 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
   });
   watchHealth(() => server);
 
+  /**
+   * A collection of 3 rows (rowAt) and its export, made once: the file the tests of an import's refusals
+   * and of its events start from, where the export itself is not what they test (one start of `rowbase`
+   * in place of one a test).
+   */
+  const shared = { name: '', file: '' };
+  before(async () => {
+    shared.name = newName('shared');
+    await collectionOf(shared.name, 3);
+    shared.file = file(`${shared.name}.ndjson`);
+    const exported = await rowbase('export', '--account', 'acme', '--collection', shared.name, '--out', shared.file);
+    expect(exported.code, exported.stderr).to.equal(0);
+  });
+
   /** A collection of `count` rows (rowAt), made through the Store, with `from` the first row's number. */
   async function collectionOf(name: string, count: number): Promise<void> {
     expect((await client.post('/v1/collections', { name })).status).to.equal(201);
@@ -419,11 +433,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
   });
 
   it('refuses a time to live in line 1 that a PUT of it would refuse, naming it, before it writes anything', async () => {
-    const source = newName('expiring');
-    await collectionOf(source, 2);
-    const exported = file(`${source}.ndjson`);
-    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
-    const [first, ...rows] = (await readFile(exported, 'utf8')).split('\n');
+    const [first, ...rows] = (await readFile(shared.file, 'utf8')).split('\n');
     const typed = { type: 'object', properties: { ends: { type: 'integer' } } };
     for (const [header, said] of [
       [{ ttl: { field: 'id' } }, /"ttl" must be \{"field": a plain top-level name, not id\}/],
@@ -444,14 +454,9 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
   });
 
   it('refuses rules in line 1 that a PUT of them would refuse, naming the place, before it writes anything', async () => {
-    const source = newName('ruled');
-    await collectionOf(source, 2);
-    expect((await client.put(`/v1/collections/${source}/rules`, { read: true })).status).to.equal(200);
-    const good = file(`${source}.ndjson`);
-    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', good)).code).to.equal(0);
-    const [first, ...rows] = (await readFile(good, 'utf8')).split('\n');
-    const bad = file(`${source}-bad.ndjson`);
+    const [first, ...rows] = (await readFile(shared.file, 'utf8')).split('\n');
     const target = newName('ruled-target');
+    const bad = file(`${target}-bad.ndjson`);
     const cases: [unknown, string][] = [
       [{ read: { $auth: 'sub' } }, `/rules/read/$auth: names a claim, a value: it may stand for a condition's value, not a filter`],
       [{ fields: { id: { read: false } } }, "/rules/fields/id: is the row's id, which only the row's rules govern"],
@@ -472,12 +477,8 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
   });
 
   it('sends an insert event for every imported row, in id order', async () => {
-    const source = newName('events');
-    await collectionOf(source, 3);
-    const exported = file(`${source}.ndjson`);
-    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
     const target = newName('events-copy');
-    expect((await rowbase('import', '--account', 'acme', '--collection', target, exported)).code).to.equal(0);
+    expect((await rowbase('import', '--account', 'acme', '--collection', target, shared.file)).code).to.equal(0);
 
     const { feedStart } = store;
     const start = await feedStart(accountId, target);
@@ -488,19 +489,14 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
   });
 
   it('refuses an existing collection without --resume: exit 2, one line, nothing written', async () => {
-    const source = newName('exists');
-    await collectionOf(source, 5);
-    const exported = file(`${source}.ndjson`);
-    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
-
-    const refused = await rowbase('import', '--account', 'acme', '--collection', source, exported);
+    const refused = await rowbase('import', '--account', 'acme', '--collection', shared.name, shared.file);
 
     expectOneLine(
       refused,
       2,
-      `rowbase: collection ${source} exists already; give --resume to go on with an import into it, or import into a new name\n`,
+      `rowbase: collection ${shared.name} exists already; give --resume to go on with an import into it, or import into a new name\n`,
     );
-    expect((await client.get<{ row_count: number }>(`/v1/collections/${source}`)).body.row_count).to.equal(5);
+    expect((await client.get<{ row_count: number }>(`/v1/collections/${shared.name}`)).body.row_count).to.equal(3);
   });
 
   it('refuses a missing file, and a file that is no export or is cut short, with one line', async () => {
@@ -518,20 +514,16 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     );
     expect((await client.get(`/v1/collections/${target}`)).status).to.equal(404);
 
-    const source = newName('cut');
-    await collectionOf(source, 4);
-    const exported = file(`${source}.ndjson`);
-    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
-    const cut = file(`${source}-cut.ndjson`);
-    await writeFile(cut, (await readFile(exported, 'utf8')).split('\n').slice(0, 3).join('\n'));
     const cutCopy = newName('cut-copy');
+    const cut = file(`${cutCopy}.ndjson`);
+    await writeFile(cut, (await readFile(shared.file, 'utf8')).split('\n').slice(0, 3).join('\n'));
     const short = await rowbase('import', '--account', 'acme', '--collection', cutCopy, cut);
-    expectOneLine(short, 1, `rowbase: ${cut}: the file ends after 2 rows, where line 1 counts 4: it is cut short; nothing is imported\n`);
+    expectOneLine(short, 1, `rowbase: ${cut}: the file ends after 2 rows, where line 1 counts 3: it is cut short; nothing is imported\n`);
     // Not even the collection: an import run again needs no --resume.
     expect((await client.get(`/v1/collections/${cutCopy}`)).status).to.equal(404);
 
     const outOfOrder = file('out-of-order.ndjson');
-    const header = (await readFile(exported, 'utf8')).split('\n')[0];
+    const header = (await readFile(shared.file, 'utf8')).split('\n')[0];
     await writeFile(outOfOrder, `${header}\n{"id":2}\n{"id":1}\n`);
     const unordered = await rowbase('import', '--account', 'acme', '--collection', newName('unordered'), outOfOrder);
     expectOneLine(
@@ -546,11 +538,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expectOneLine(noCollection, 2, 'rowbase: account acme has no collection named absent\n');
     const noAccount = await rowbase('export', '--account', 'nobody', '--collection', 'absent');
     expectOneLine(noAccount, 2, 'rowbase: there is no account named nobody; make it with rowbase keys create --account nobody\n');
-    const source = newName('account');
-    await collectionOf(source, 1);
-    const exported = file(`${source}.ndjson`);
-    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
-    const importing = await rowbase('import', '--account', 'nobody', '--collection', 'x', exported);
+    const importing = await rowbase('import', '--account', 'nobody', '--collection', 'x', shared.file);
     expectOneLine(importing, 2, 'rowbase: there is no account named nobody; make it with rowbase keys create --account nobody\n');
   });
 
