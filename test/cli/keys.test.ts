@@ -315,10 +315,7 @@ describe('rowbase keys', () => {
   describe('keys revoke', () => {
     // The poll below asks as fast as it can until the revocation shows: on the free plan's 10 requests
     // a second, shared by both keys of the account, the kept key would then be refused with a 429.
-    before(async () => {
-      const plan = await rowbase('plans', 'set', 'unthrottled', '--quota', '1000000', '--period', 'month', '--no-rate');
-      expect(plan.code, plan.stderr).to.equal(0);
-    });
+    before(() => store.setPlan({ name: 'unthrottled', quota: 1_000_000, period: 'month', rate: null }));
 
     for (const givenBy of ['prefix', 'whole key'] as const) {
       it(`revokes a key given by its ${givenBy}: the running server refuses it within a second`, async () => {
@@ -359,7 +356,7 @@ describe('rowbase keys', () => {
       it(`exits 2 with one line on stderr saying when, for a key already revoked given by its ${givenBy}`, async () => {
         const created = await madeKey(newAccount());
         await store.revokeKey(created.prefix);
-        const [{ revoked_at }] = await listKeys('--account', created.account);
+        const [{ revoked_at }] = await store.listKeys(created.account);
 
         const again = await rowbase('keys', 'revoke', givenBy === 'prefix' ? created.prefix : created.key);
 
