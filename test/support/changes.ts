@@ -10,6 +10,7 @@
 // reading (pause()) as a slow client does: the EventSource then reads nothing, and the server's buffer fills.
 import { EventSource } from 'eventsource';
 import { createParser } from 'eventsource-parser';
+import { Agent } from 'undici';
 import { checkResponse, checkStreamItem, type StreamItem } from './contract.ts';
 import { type FeedMessage, messageProblem } from './feed.ts';
 import { Waits } from './waits.ts';
@@ -53,6 +54,12 @@ abstract class StreamClient {
   private reading: Promise<void> = Promise.resolve();
   private release: () => void = () => {};
   protected readonly path: string;
+  /**
+   * The stream's connections' own pool, destroyed by close(). On fetch's shared pool, a stream's
+   * connection aborted by close() was followed by a new connection that sent nothing: the server took it
+   * for one under way, so a server stopped after it waited out its 10 s grace for it.
+   */
+  private readonly agent = new Agent();
 
   constructor(
     readonly url: string,
@@ -99,7 +106,7 @@ abstract class StreamClient {
     const headers = new Headers(init.headers);
     headers.set('accept', this.accept);
     for (const [name, value] of Object.entries(this.requestHeaders)) headers.set(name, value);
-    const response = await fetch(url, { ...init, headers });
+    const response = await fetch(url, { ...init, headers, dispatcher: this.agent } as RequestInit);
     this.response = response;
     this.changed();
     const { status } = response;
@@ -163,8 +170,15 @@ abstract class StreamClient {
     }
   }
 
-  /** Stops reading and reconnecting, and fails if anything the server sent was invalid. */
-  abstract close(): void;
+  /** Stops reading and reconnecting, closes the stream's connections, and fails if anything the server sent was invalid. */
+  close(): void {
+    this.stop();
+    void this.agent.destroy();
+    this.checkValid();
+  }
+
+  /** Stops reading and reconnecting. */
+  protected abstract stop(): void;
 
   checkValid(): void {
     if (this.invalid.length > 0) throw new Error(`the server sent what the contract does not allow:\n${this.invalid.join('\n')}`);
@@ -246,9 +260,8 @@ export class EventStream extends StreamClient {
     this.take(data);
   }
 
-  close(): void {
+  protected stop(): void {
     this.source.close();
-    this.checkValid();
   }
 }
 
@@ -287,9 +300,8 @@ export class LineStream extends StreamClient {
     }
   }
 
-  close(): void {
+  protected stop(): void {
     this.aborted.abort();
-    this.checkValid();
   }
 }
 

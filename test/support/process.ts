@@ -69,11 +69,21 @@ export class Workspace {
     return { ...exit, stdout: await stdout, stderr: await stderr };
   }
 
-  /** Makes a key with `rowbase keys create --account <account> --json` and returns it; throws if that fails. */
+  /**
+   * Makes a key of `account` on the workspace's database and returns it, as `rowbase keys create
+   * --account <account>` makes it (store.createKey), in this process: for a test about another
+   * command, to which a start of `rowbase` would add a third of a second of CPU (test/cli/keys.test.ts
+   * runs `keys create` itself).
+   */
   async createKey(account: string): Promise<string> {
-    const created = await this.run(['keys', 'create', '--account', account, '--json']);
-    if (created.code !== 0) throw new Error(`rowbase keys create exited ${created.code}: ${created.stderr}`);
-    return JSON.parse(created.stdout).key;
+    // Loaded when asked: most tests of a workspace open no Store.
+    const { openStore } = await import('../../src/db/open-store.ts');
+    const store = await openStore(this.databaseUrl);
+    try {
+      return (await store.createKey(account)).key;
+    } finally {
+      await store.close();
+    }
   }
 
   /**
