@@ -311,7 +311,9 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       this.timeout(120_000);
       await client.post('/v1/collections', { name: 'busy' });
       const rows = '/v1/collections/busy/rows';
-      // 60 changes: 40 inserts one at a time, 5 of 3 rows, then 5 updates, written while the polls ask.
+      // 60 changes: 40 inserts one at a time, 5 updates, then 5 inserts of 3 rows, written while the polls
+      // ask. The last change is an insert: the poll of inserts alone, waiting past the updates, is answered
+      // by it, not by its wait's end (10 s).
       const total = 60;
       const pollers = [
         { limit: 1, events: 'insert,update,delete' },
@@ -331,8 +333,8 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       });
       await eventually(() => server.feed.waitingPolls > 0, 'a poll to wait');
       for (const n of range(1, 40)) expect((await client.post(rows, [{ n }])).status).to.equal(201);
-      for (const n of range(1, 5)) expect((await client.post(rows, [{ n }, { n }, { n }])).status).to.equal(201);
       for (const id of range(1, 5)) expect((await client.patch(`${rows}/${id}`, { patched: true })).status).to.equal(200);
+      for (const n of range(1, 5)) expect((await client.post(rows, [{ n }, { n }, { n }])).status).to.equal(201);
       const [byOne, inserts, byPages, byTwo] = await Promise.all(pollers);
       const all = await pageAll(client, 'busy');
       expect(seqs(all), 'no gap, no duplicate').to.deep.equal(range(1, total));
