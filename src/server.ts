@@ -2,7 +2,7 @@
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { type AddressInfo, isIPv6 } from 'node:net';
+import { type AddressInfo, isIPv6, type Socket } from 'node:net';
 import { createApp, requestListener } from './app.ts';
 import type { Config } from './config.ts';
 import { AccountContracts } from './contract/served.ts';
@@ -113,6 +113,12 @@ export async function startServer(
     if (wantsWebSocket(request)) feed.handleUpgrade(request, socket, head);
     else serveWithoutUpgrade(server, request, socket, head);
   });
+  // Every open connection, so that a stop ends those that have sent nothing yet (below).
+  const connections = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000) => {
@@ -120,6 +126,9 @@ export async function startServer(
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       responses.endConnections();
       server.closeIdleConnections();
+      // Node leaves a connection that has sent nothing (a browser's or a client pool's preconnect), which
+      // would hold the stop for its whole grace: nothing is under way on it.
+      for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
       // Feed sockets are connections of the server too: drained waits for them.
       await feed.close(graceMs);
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);

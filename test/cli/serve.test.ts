@@ -323,6 +323,25 @@ describe('rowbase serve', () => {
     });
   });
 
+  describe('on SIGTERM, with a connection that has sent nothing', () => {
+    freshWorkspaceForEachTest();
+
+    // A browser's preconnect, or a client pool's connection opened ahead of its request.
+    it('ends that connection and exits 0 at once, not after its 10 s grace', async () => {
+      const server = await workspace.serve();
+      const { hostname, port } = new URL(server.url);
+      const silent = connect(Number(port), hostname);
+      await once(silent, 'connect');
+      const closed = once(silent, 'close');
+      const stoppedAt = performance.now();
+      server.signal('SIGTERM');
+      await closed;
+      expect(await server.exited).to.deep.equal({ code: 0, signal: null });
+      // The bound leaves room for a loaded machine.
+      expect(performance.now() - stoppedAt).to.be.below(4000);
+    });
+  });
+
   describe('on a second SIGTERM while draining', () => {
     freshWorkspaceForEachTest();
     const keepAlive = new Agent({ keepAlive: true });
