@@ -331,6 +331,8 @@ describe('rowbase serve', () => {
       const server = await workspace.serve();
       const { hostname, port } = new URL(server.url);
       const silent = connect(Number(port), hostname);
+      // Ended by the server: a reset, or an end, whichever the host's TCP makes of it.
+      silent.on('error', (error: NodeJS.ErrnoException) => expect(error.code).to.equal('ECONNRESET'));
       await once(silent, 'connect');
       const closed = once(silent, 'close');
       const stoppedAt = performance.now();
