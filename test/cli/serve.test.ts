@@ -334,7 +334,8 @@ describe('rowbase serve', () => {
       // Ended by the server: a reset, or an end, whichever the host's TCP makes of it.
       silent.on('error', (error: NodeJS.ErrnoException) => expect(error.code).to.equal('ECONNRESET'));
       await once(silent, 'connect');
-      const closed = once(silent, 'close');
+      // Not events.once, which rejects on the reset's 'error' before the 'close' that follows it.
+      const closed = new Promise<void>((resolve) => silent.once('close', () => resolve()));
       const stoppedAt = performance.now();
       server.signal('SIGTERM');
       await closed;
