@@ -39,14 +39,16 @@ const commands: Record<string, Command | (() => Promise<Command>)> = {
       // Only `serve` loads the server (Koa, the validators, the feed): the other commands start sooner.
       const running = await unoptimized(async () => (await import('./server.ts')).startServer(config, log));
       reduceWhileIdle();
-      log.info({ url: running.url }, 'rowbase is listening');
       const stop = async (signal: string) => {
         log.info({ signal }, 'draining requests and closing');
         await running.close();
         process.exit(0);
       };
+      // Before the line that says it listens: a signal sent on reading it finds the handler there, not
+      // the default action, which ends the process without draining.
       process.once('SIGTERM', () => void stop('SIGTERM'));
       process.once('SIGINT', () => void stop('SIGINT'));
+      log.info({ url: running.url }, 'rowbase is listening');
     },
   },
   'keys create': {
