@@ -37,6 +37,9 @@ export const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
  */
 export const EXPANDED = '_expand';
 
+/** The member of EXPANDED that lists the to-many relations whose rows were cut at their limit. */
+export const CUT = '$cut';
+
 /**
  * The most a page's rows may weigh, as JSON text: 16 MiB, sixteen rows of the largest body by default.
  * A page is one string, made in the database and answered whole: a thousand rows of 1 MiB would be a

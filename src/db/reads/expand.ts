@@ -9,7 +9,7 @@
 
 import type { Filter } from '../../query/filter.ts';
 import type { SortKey } from '../../query/order.ts';
-import { EXPANDED, type Json, MAX_PAGE_BYTES, type Row } from '../../rows.ts';
+import { CUT, EXPANDED, type Json, MAX_PAGE_BYTES, type Row } from '../../rows.ts';
 import type { PageSource } from '../engine/read-port.ts';
 import { byId, byName, type CollectionRef } from '../engine/sql/pages.ts';
 import type { RelatedPart, RelatedRead } from '../engine/sql/related.ts';
@@ -41,9 +41,6 @@ export interface Expansion {
   select?: readonly string[];
   expand: readonly Expansion[];
 }
-
-/** The member of EXPANDED that lists the to-many relations whose rows were cut at their limit. */
-const CUT = '$cut';
 
 const isId = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
 

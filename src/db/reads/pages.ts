@@ -52,6 +52,8 @@ type PagePart = {
   total?: number | string;
   /** A scored page's scores, in its order, joined by commas (JSON numbers' text). */
   scores?: string | null;
+  /** A page with its related rows (pageWithToOnes): a to-many's collection has no sort index of its field. */
+  apart?: number | boolean | null;
 };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
@@ -95,6 +97,7 @@ export async function readPageWithToOnes(
   const { sql, params } = source.pageWithToOnes(byName(accountId, collection), page, toOnes);
   // A count reads the whole collection, as a page sorted whole does.
   const [part] = await source.read<PagePart>(sql, params, page.count ? 'sort' : 'scan');
+  if (part.apart) return undefined;
   const answer = wholeAnswer(part, collection, page);
   return storesExpanded(answer) ? undefined : answer;
 }

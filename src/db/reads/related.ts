@@ -126,13 +126,18 @@ function toOnesInPage(source: PageSource, accountId: number, page: LivePage, exp
   const [key] = page.order;
   const byIds = page.order.length === 1 && key.field === 'id' && !key.related;
   if (!byIds || page.filter || page.versions) return undefined;
-  const asStored = ({ kind, mask, select, expand }: Expansion) => kind === 'to_one' && !mask && !select && expand.length === 0;
-  if (!expansions.every(asStored)) return undefined;
-  return expansions.map(({ name, collection, field, filter }) => ({
+  const bound = (filter?: Filter) => !filter || !(holdsRelated(filter) || holdsSearch(filter));
+  const asStored = ({ mask, select, expand, filter }: Expansion) => !mask && !select && expand.length === 0 && bound(filter);
+  if (!expansions.every(asStored) || !expansions.slice(0, -1).every(({ kind }) => kind === 'to_one')) return undefined;
+  const last = expansions.at(-1);
+  const [order] = last?.order ?? [];
+  if (last?.kind === 'to_many' && (last.order.length !== 1 || order.field !== 'id' || order.related)) return undefined;
+  return expansions.map(({ name, kind, collection, field, filter, order, limit }) => ({
     name,
     collection: byName(accountId, collection),
     field,
     where: filter && source.filterSql(filter),
+    ...(kind === 'to_many' ? { many: { direction: order[0].direction, limit } } : {}),
   }));
 }
 

@@ -60,6 +60,34 @@ const toOnes = (names: string[], filter?: Filter): Expansion[] =>
     expand: [],
   }));
 
+/**
+ * Comments of the posts, as many as a post's id up to 6 (3 of each cut: the limit below), their texts of
+ * one to four bytes a character, one of each post expired at the pages' now, one the rule hides, and
+ * others naming no post by values a relation field may hold.
+ */
+const COMMENTS = [
+  ...[1, 2, 3, 4, 5, 6].flatMap((post) => Array.from({ length: post }, (_, n) => ({ post_id: post, body: `${n}é😀"\\${'x'.repeat(post * n)}` }))),
+  { post_id: 2, body: 'gone', expires: '2000-01-01T00:00:00Z' },
+  { post_id: 5, body: 'kept', expires: '2999-01-01T00:00:00Z' },
+  { post_id: 4, secret: true },
+  { post_id: '1' },
+  { post_id: 1.5 },
+  { post_id: null },
+  { post_id: 999 },
+];
+
+/** The handler's expansion of a post's comments (`collection`'s rows naming it), ordered by id `direction`, at most 3. */
+const comments = (direction: 'asc' | 'desc', filter?: Filter, collection = 'comments'): Expansion => ({
+  name: 'comments',
+  kind: 'to_many',
+  collection,
+  field: 'post_id',
+  filter,
+  order: [{ field: 'id', direction }],
+  limit: 3,
+  expand: [],
+});
+
 /** A rule that hides one person: `secret` is not true. */
 const notSecret: Filter = { kind: 'not', filter: { kind: 'field', path: ['secret'], op: '$eq', operand: true } };
 
@@ -80,10 +108,15 @@ describeEachBackend('a page with its to-ones read by its own statement', (backen
     store = assembleStore(opened.db, opened.backups, opened.codes, opened.close);
     const { key } = await store.createKey('reader');
     accountId = (await store.findPrincipal(key))!.accountId;
-    for (const name of ['people', 'posts']) await store.createCollection(accountId, name);
+    for (const name of ['people', 'posts', 'comments', 'notes']) await store.createCollection(accountId, name);
     await store.insertRows(accountId, 'people', PEOPLE);
     await store.putTtl(accountId, 'people', { field: 'expires' });
     await store.insertRows(accountId, 'posts', POSTS);
+    await store.insertRows(accountId, 'comments', COMMENTS);
+    await store.putTtl(accountId, 'comments', { field: 'expires' });
+    await opened.db.pages.makeSortIndex(accountId, 'comments', 'post_id', 8);
+    // Notes name posts as comments do, with no sort index of the field.
+    await store.insertRows(accountId, 'notes', COMMENTS);
     const pages = opened.db.pages;
     source = {
       ...pages,
@@ -138,6 +171,34 @@ describeEachBackend('a page with its to-ones read by its own statement', (backen
     }
     const [first] = JSON.parse((await read(source, { limit: 1, offset: 0 }, toOnes(['author', 'editor']))).json);
     expect(first).to.deep.equal({ id: 1, ...POSTS[0], _expand: { author: { id: 1, ...PEOPLE[0] }, editor: { id: 5, ...PEOPLE[4] } } });
+  });
+
+  it('answers a page with a to-many after its to-ones as read apart, cut or not, in one statement', async () => {
+    const pages = [
+      { limit: 50, offset: 0 },
+      { limit: 3, offset: 2 },
+      { limit: 0, offset: 0 },
+      { limit: 20, offset: 0, count: true },
+      { limit: 4, offset: 1, order: [{ field: 'id', direction: 'desc' as const }] },
+    ];
+    for (const page of pages) {
+      for (const direction of ['asc', 'desc'] as const) {
+        for (const expansions of [[comments(direction)], [...toOnes(['author']), comments(direction, notSecret)]]) {
+          expect(await bothWays(page, expansions), JSON.stringify({ page, direction })).to.equal(1);
+        }
+      }
+    }
+    const [, , , fourth] = JSON.parse((await read(source, { limit: 4, offset: 0 }, [comments('desc')])).json);
+    const fourths = COMMENTS.map((comment, index) => ({ id: index + 1, ...comment })).filter((comment) => comment.post_id === 4);
+    expect(fourth._expand).to.deep.equal({ comments: fourths.reverse().slice(0, 3), $cut: ['comments'] });
+  });
+
+  it('reads a to-many apart where it is not last, is ordered by a field, or has no sort index of its field', async () => {
+    const page = { limit: 10, offset: 0 };
+    const byBody: Expansion = { ...comments('asc'), order: [{ field: 'body', direction: 'asc' }] };
+    for (const expansions of [[comments('asc'), ...toOnes(['author'])], [byBody], [comments('asc', undefined, 'notes')]]) {
+      expect(await bothWays(page, expansions), JSON.stringify(expansions)).to.be.above(1);
+    }
   });
 
   it('reads a page holding a stored _expand apart, which drops it', async () => {

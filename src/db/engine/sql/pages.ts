@@ -216,7 +216,7 @@ export function wholePage(
   const json = toOnes ? toOnes.rows(order) : raw(pageJson.rows(order));
   const sorted = sql`select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)}`;
   return sql`select count(*) as n, ${json} as json${scoresJson},
-        ${collection.lastSeq} as seq${total}
+        ${collection.lastSeq} as seq${total}${toOnes?.apart ? sql`, ${toOnes.apart} as apart` : raw('')}
       from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r${toOnes ? toOnes.joins : raw('')}`;
 }
 
@@ -256,6 +256,8 @@ export interface ToOnesJson {
   columns: Sql;
   joins: Sql;
   rows(order: string): Sql;
+  /** A condition true when a to-many relation's rows are for a statement of their own (PagePart's `apart`). */
+  apart?: Sql;
 }
 
 /**

@@ -6,7 +6,7 @@
 // text, one row of the answer for each key. Each dialect gives how it binds the keys, reads each key's
 // rows, joins them and reads their fields for an order (RelatedJson, FieldOrder): sqlite/sql/reads.ts,
 // postgres/sql/reads.ts.
-import { ordersRelated, type SortKey } from '../../../query/order.ts';
+import { type Direction, ordersRelated, type SortKey } from '../../../query/order.ts';
 import type { SqlValue } from '../dialect.ts';
 import { liveRowSql } from './expiry.ts';
 import type { CollectionRef, FieldOrder, Statement } from './pages.ts';
@@ -50,6 +50,12 @@ export interface ToOneRead {
   collection: CollectionRef;
   field: string;
   where?: Sql;
+  /**
+   * A to-many relation instead: `field` is then the field of the related rows holding a page row's id,
+   * read through its sort index; its rows come in the order of their ids in `direction`, at most `limit`
+   * (one more read, to tell that they were cut).
+   */
+  many?: { direction: Direction; limit: number };
 }
 
 /**
@@ -116,15 +122,46 @@ type ManyRead = RelatedRead & { list: string; filtered: Sql; fence: Sql };
  * (pages.ts, sortedPages). Then the row of a null key when the collection has no such index (or is gone).
  */
 function throughIndex(json: RelatedJson, byField: FieldOrder, read: ManyRead, field: string): Sql {
-  const { collection, order, each, now, list, filtered, fence } = read;
-  const { columns, placed } = orderColumns(byField, read);
+  const { collection, list } = read;
   const slot = json.slotOf(collection.id, field);
-  const rows = sql`select * from (select k.str, k.row_id as id, rows.data${columns} from ${raw(json.keyedRows)}
-        where rows.collection_id = ${collection.id} and k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1
-          and k.num = key.value and ${liveRowSql('rows', now)}${filtered}${fence}) r
-      order by str ${raw(order[0]?.direction ?? 'asc')}, ${raw(placed)} limit +${each}`;
-  return sql`${json.eachKey(list, rows)}
+  return sql`${json.eachKey(list, keyRows(json, byField, read, slot, raw('key.value')))}
     union all select null, null, null where ${slot} is null`;
+}
+
+/**
+ * The rows of the key `key` (SQL of a number) through the sort index in `slot`, as throughIndex() reads
+ * them: the columns `id` and `data`, and those of the order.
+ */
+function keyRows(json: RelatedJson, byField: FieldOrder, read: ManyRead, slot: Sql, key: Sql): Sql {
+  const { collection, order, each, now, filtered, fence } = read;
+  const { columns, placed } = orderColumns(byField, read);
+  return sql`select * from (select k.str, k.row_id as id, rows.data${columns} from ${raw(json.keyedRows)}
+        where rows.collection_id = ${collection.id} and k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1
+          and k.num = ${key} and ${liveRowSql('rows', now)}${filtered}${fence}) r
+      order by str ${raw(order[0]?.direction ?? 'asc')}, ${raw(placed)} limit +${each}`;
+}
+
+/**
+ * A to-many relation a page's own statement reads (ToOneRead.many): the SQL of its related rows' sort
+ * index slot (null when none), and of the rows of the page row whose id is `key`, ordered by id and
+ * stopped at its limit and one more, as keyRows() reads them.
+ */
+export function pageRowRelated(json: RelatedJson, byField: FieldOrder, read: ToOneRead, now: number, key: Sql): { slot: Sql; rows: Sql } {
+  const { collection, field, where, many } = read;
+  const slot = json.slotOf(collection.id, field);
+  const order: SortKey[] = [{ field: 'id', direction: many?.direction ?? 'asc' }];
+  const related: ManyRead = {
+    collection,
+    keys: [],
+    by: { index: field },
+    order,
+    each: (many?.limit ?? 0) + 1,
+    now,
+    list: '[]',
+    filtered: where ? sql` and (${where})` : raw(''),
+    fence: raw(''),
+  };
+  return { slot, rows: keyRows(json, byField, related, slot, key) };
 }
 
 /**

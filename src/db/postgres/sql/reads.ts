@@ -3,7 +3,7 @@
 
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
-import { EXPANDED, MAX_PAGE_BYTES } from '../../../rows.ts';
+import { CUT, EXPANDED, MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveKeyText, liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
@@ -19,7 +19,7 @@ import {
   wholePage,
 } from '../../engine/sql/pages.ts';
 import { firstKeys, ROW_START, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
-import { type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
+import { pageRowRelated, type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
@@ -111,21 +111,41 @@ export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collec
   wholePage(pageJson, byField, collection, page, undefined, undefined, toOnesJson(toOnes, page.now));
 
 function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
-  const ids = toOnes.map((toOne, index) => sql`, ${toOneId(sql`(j -> ${escapeString(toOne.field)}::text)`)} as k${raw(String(index))}`);
-  const read = sql`
+  const ones = toOnes.flatMap((toOne, index) => (toOne.many ? [] : [{ ...toOne, t: `t${index}` }]));
+  const ids = ones.map(({ field, t }) => sql`, ${toOneId(sql`(j -> ${escapeString(field)}::text)`)} as ${raw(t)}`);
+  const read =
+    ones.length === 0
+      ? raw('')
+      : sql`
       cross join lateral (select 1${joinSql(ids, '')} from (select ${document('r')} as j offset 0) j offset 0) d`;
-  const related = toOnes.map(
-    ({ collection, where }, index) => sql`
-      left join lateral (select ${raw(rowJsonSql)} as json from rows
-        where rows.collection_id = ${collection.id} and rows.id = d.k${raw(String(index))} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}) t${raw(String(index))} on true`,
-  );
-  const members = toOnes.map(({ name }, index) => sql`${`${JSON.stringify(name)}:`} || coalesce(t${raw(String(index))}.json, 'null')`);
-  const bytes = toOnes.map((_, index) => raw(` + coalesce(sum(octet_length(t${index}.json)), 0)`));
+  const apart: Sql[] = [];
+  const related = toOnes.map((toOne, index) => {
+    const { collection, where, many } = toOne;
+    const t = raw(`t${index}`);
+    if (many) {
+      const { slot, rows } = pageRowRelated(relatedJson, byField, toOne, now, raw('r.id'));
+      apart.push(sql`${slot} is null`);
+      return sql`
+      left join lateral (select count(*) as n, sum(octet_length(data)) as b,
+        array_to_string((array_agg(${raw(rowJsonSql)}))[1:${many.limit}], ',') as json from (${rows}) x) ${t} on true`;
+    }
+    return sql`
+      left join lateral (select ${raw(rowJsonSql)} as json, octet_length(data) as b from rows
+        where rows.collection_id = ${collection.id} and rows.id = d.${t} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}) ${t} on true`;
+  });
+  const members = toOnes.map(({ name, many }, index) => {
+    const t = `t${index}`;
+    if (!many) return sql`${`${JSON.stringify(name)}:`} || coalesce(${raw(t)}.json, 'null')`;
+    const cut = sql`case when ${raw(t)}.n > ${many.limit} then ${`,"${CUT}":${JSON.stringify([name])}`} else '' end`;
+    return sql`${`${JSON.stringify(name)}:[`} || coalesce(${raw(t)}.json, '') || ']' || ${cut}`;
+  });
+  const bytes = toOnes.map((_, index) => raw(` + coalesce(sum(t${index}.b), 0)`));
   const own = `case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end`;
   const row = sql`'${raw(ROW_START)}' || r.id || ${raw(own)} || '${raw(`,"${EXPANDED}":{`)}' || ${joinSql(members, " || ',' || ")} || '}}'`;
   return {
     columns: raw(''),
     joins: sql`${read}${joinSql(related, '')}`,
+    apart: apart.length > 0 ? joinSql(apart, ' or ') : undefined,
     rows: (order) =>
       sql`case when sum(octet_length(r.data))${joinSql(bytes, '')} <= ${raw(String(MAX_PAGE_BYTES))} then string_agg(${row}, ',' order by ${raw(order)}) end`,
   };

@@ -2,8 +2,8 @@
 // (../../reads/pages.ts, on ../../sql/pages.ts), and aggregates.
 
 import type { Aggregate } from '../../../query/aggregate.ts';
-import type { RelatedKey } from '../../../query/order.ts';
-import { EXPANDED } from '../../../rows.ts';
+import type { Direction, RelatedKey } from '../../../query/order.ts';
+import { CUT, EXPANDED } from '../../../rows.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { liveRowSql, liveRowText } from '../../engine/sql/expiry.ts';
@@ -19,7 +19,7 @@ import {
   wholePage,
 } from '../../engine/sql/pages.ts';
 import { firstKeys, ROW_START, relatedRowSql, rowJsonPast, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
-import { type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
+import { pageRowRelated, type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 
@@ -125,22 +125,50 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
   let columns = '';
   const keys: string[] = [];
   toOnes.forEach((toOne, index) => {
+    if (toOne.many) return;
     const { type, value, key } = field(toOne.field);
     columns += `, (case when ${type} in ('integer', 'real') then ${value} end) as j${index}`;
     keys.push(key, key);
   });
-  const members = toOnes.map(
-    ({ name, collection, where }, index) => sql`${`${JSON.stringify(name)}:`} || coalesce((select ${raw(rowJsonSql)} from rows
-        where rows.collection_id = ${collection.id} and rows.id = r.j${raw(String(index))} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}), 'null')`,
-  );
+  const apart: Sql[] = [];
+  const members = toOnes.map((toOne, index) => {
+    const { name, collection, where, many } = toOne;
+    if (many) {
+      const { slot, rows } = pageRowRelated(relatedJson, byField, toOne, now, raw('r.id'));
+      apart.push(sql`${slot} is null`);
+      return toManyMember(name, many, rows);
+    }
+    return sql`${`${JSON.stringify(name)}:`} || coalesce((select ${raw(rowJsonSql)} from rows
+        where rows.collection_id = ${collection.id} and rows.id = r.j${raw(String(index))} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}), 'null')`;
+  });
   const own = `case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end`;
   const row = sql`id || ${raw(own)} || '${raw(`,"${EXPANDED}":{`)}' || ${joinSql(members, " || ',' || ")} || '}}'`;
   return {
     columns: { sql: columns, params: keys },
     joins: raw(''),
+    apart: apart.length > 0 ? joinSql(apart, ' or ') : undefined,
     // Joined as they come, in order (pageJsonSql).
     rows: () => sql`'${raw(ROW_START)}' || group_concat(${row}, '${raw(`,${ROW_START}`)}')`,
   };
+}
+
+/**
+ * A to-many relation's member of a page row's EXPANDED (ToOneRead.many): its `rows` (pageRowRelated(), the
+ * limit and one more) joined as they come, the one past the limit cut off again by its bytes, which its
+ * id and data tell without its text (rowJsonPast: its id, then `}` or its data past the brace), the
+ * last row's by the one max() or min() of the ids (SQLite's bare columns of a min/max aggregate); cut, the
+ * member `$cut` after it.
+ */
+function toManyMember(name: string, many: { direction: Direction; limit: number }, rows: Sql): Sql {
+  const last = many.direction === 'asc' ? 'max(id)' : 'min(id)';
+  const lastBytes = `length(id) + case data when '{}' then 1 else length(cast(data as blob)) end`;
+  const separator = `,${ROW_START}`;
+  const member = `${JSON.stringify(name)}:[`;
+  return sql`(select case when n = 0 then ${`${member}]`}
+        when n > ${many.limit} then ${member} || cast(substr(cast(g as blob), 1, length(cast(g as blob)) - b - ${separator.length}) as text) || ${`],"${CUT}":${JSON.stringify([name])}`}
+        else ${member} || g || ']' end
+      from (select count(*) as n, '${raw(ROW_START)}' || group_concat(${raw(rowJsonPast(PAST_BRACE))}, '${raw(separator)}') as g, ${raw(last)}, ${raw(lastBytes)} as b
+        from (${rows})))`;
 }
 
 /**
