@@ -186,6 +186,13 @@ const relatedListing = (source: Pick<PageSource, 'relatedRows' | 'pageWithToOnes
               { name: 'author', collection: byName(1, 'people'), field: 'author_id', where: raw('<filter>') },
             ]).sql,
           ] as [string, string],
+          [
+            'pageWithToOnes(by id, asc, a to-one, then a to-many by id, its limit 10)',
+            source.pageWithToOnes(byName(1, 'c'), page('id', 'asc'), [
+              { name: 'author', collection: byName(1, 'people'), field: 'author_id', where: raw('<filter>') },
+              { name: 'comments', collection: byName(1, 'comments'), field: 'post_id', many: { direction: 'asc', limit: 10 } },
+            ]).sql,
+          ] as [string, string],
         ]
       : []),
   ];

@@ -66,7 +66,9 @@ const toOnes = (names: string[], filter?: Filter): Expansion[] =>
  * others naming no post by values a relation field may hold.
  */
 const COMMENTS = [
-  ...[1, 2, 3, 4, 5, 6].flatMap((post) => Array.from({ length: post }, (_, n) => ({ post_id: post, body: `${n}é😀"\\${'x'.repeat(post * n)}` }))),
+  ...[1, 2, 3, 4, 5, 6].flatMap((post) =>
+    Array.from({ length: post }, (_, n) => ({ post_id: post, body: `${n}é😀"\\${'x'.repeat(post * n)}` })),
+  ),
   { post_id: 2, body: 'gone', expires: '2000-01-01T00:00:00Z' },
   { post_id: 5, body: 'kept', expires: '2999-01-01T00:00:00Z' },
   { post_id: 4, secret: true },
