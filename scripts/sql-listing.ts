@@ -171,24 +171,24 @@ function pageListing(
  * sort index or by its field, ordered by a field; and where the dialect reads them so, a page by id with a
  * to-one's rows set in by its own statement.
  */
-const relatedListing = (source: Pick<PageSource, 'relatedRows' | 'pageWithToOnes'>): Listing => {
+const relatedListing = (source: Pick<PageSource, 'relatedRows' | 'pageWithRelated'>): Listing => {
   const read = { collection: byId(1), keys: [1, 2], where: raw('<filter>'), order: [], each: 1, now: NOW };
   const many = { ...read, order: [{ field: 'n', direction: 'desc' as const }], each: 11 };
   return [
     ['relatedRows(to-one, by id)', source.relatedRows({ ...read, by: 'id' }).sql],
     ['relatedRows(to-many, through a sort index, by a field desc)', source.relatedRows({ ...many, by: { index: 'post_id' } }).sql],
     ['relatedRows(to-many, by the field of each row, by a field desc)', source.relatedRows({ ...many, by: { field: 'post_id' } }).sql],
-    ...(source.pageWithToOnes
+    ...(source.pageWithRelated
       ? [
           [
-            'pageWithToOnes(by id, asc, one to-one)',
-            source.pageWithToOnes(byName(1, 'c'), page('id', 'asc'), [
+            'pageWithRelated(by id, asc, one to-one)',
+            source.pageWithRelated(byName(1, 'c'), page('id', 'asc'), [
               { name: 'author', collection: byName(1, 'people'), field: 'author_id', where: raw('<filter>') },
             ]).sql,
           ] as [string, string],
           [
-            'pageWithToOnes(by id, asc, a to-one, then a to-many by id, its limit 10)',
-            source.pageWithToOnes(byName(1, 'c'), page('id', 'asc'), [
+            'pageWithRelated(by id, asc, a to-one, then a to-many by id, its limit 10)',
+            source.pageWithRelated(byName(1, 'c'), page('id', 'asc'), [
               { name: 'author', collection: byName(1, 'people'), field: 'author_id', where: raw('<filter>') },
               { name: 'comments', collection: byName(1, 'comments'), field: 'post_id', many: { direction: 'asc', limit: 10 } },
             ]).sql,

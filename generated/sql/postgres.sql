@@ -678,7 +678,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
   where rn <= ? order by k, rn) r
 group by k;
 
--- pageWithToOnes(by id, asc, one to-one)
+-- pageWithRelated(by id, asc, one to-one)
 select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(t0.b), 0) <= 16777216 then string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || '}}', ',' order by id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit 50) cut limit ? offset ?) r
@@ -688,7 +688,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
   left join lateral (select '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end as json, octet_length(data) as b from rows
     where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = d.t0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) t0 on true;
 
--- pageWithToOnes(by id, asc, a to-one, then a to-many by id, its limit 10)
+-- pageWithRelated(by id, asc, a to-one, then a to-many by id, its limit 10)
 select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(t0.b), 0) + coalesce(sum(t1.b), 0) <= 16777216 then string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || ',' || ? || coalesce(t1.json, '') || ']' || case when t1.n > ? then ? else '' end || '}}', ',' order by id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq, (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
     where c.id = (select id from collections where account_id = ? and name = ?) and e.f = ?) is null as apart

@@ -573,13 +573,13 @@ from (select * from (select r.*, row_number() over (partition by k order by case
   where rn <= ? order by k, rn) r
 group by k;
 
--- pageWithToOnes(by id, asc, one to-one)
+-- pageWithRelated(by id, asc, one to-one)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
   where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = r.j0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)), 'null') || '}}', ',{"id":') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data, (case when json_type(data, ?) in ('integer', 'real') then json_extract(data, ?) end) as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
--- pageWithToOnes(by id, asc, a to-one, then a to-many by id, its limit 10)
+-- pageWithRelated(by id, asc, a to-one, then a to-many by id, its limit 10)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
   where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = r.j0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)), 'null') || ',' || (select case when n = 0 then ?
   when n > ? then ? || cast(substr(cast(g as blob), 1, length(cast(g as blob)) - b - ?) as text) || ?

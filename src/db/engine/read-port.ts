@@ -8,7 +8,7 @@ import type { Dialect, KeyBounds, SqlValue } from './dialect.ts';
 import type { SortedEntry } from './sorted.ts';
 import type { CollectionRef, LivePage, SortedPages, Statement } from './sql/pages.ts';
 import type { KeysWithin } from './sql/reads.ts';
-import type { RelatedRead, ToOneRead } from './sql/related.ts';
+import type { JoinedRelation, RelatedRead } from './sql/related.ts';
 import type { Sql } from './sql/template.ts';
 
 /**
@@ -40,11 +40,12 @@ export interface PageSource extends SortedPages {
   orderedPage(collection: CollectionRef, page: LivePage, where?: Sql, scores?: Sql): Statement;
   /**
    * One page of the account's collection sorted whole, as orderedPage() reads it without a filter, each
-   * row with the rows of its to-one relations `toOnes` set in as its member EXPANDED by the same
-   * statement; its one row is a PagePart. None in a dialect whose pages read them by a
-   * statement of their own, as every page with other expansions does (../reads/expand.ts).
+   * row with the rows of its relations `joined` (to-ones, then at most one to-many) set in as its member
+   * EXPANDED by the same statement; its one row is a PagePart, `apart` true when the to-many's collection
+   * has no sort index of its field. None in a dialect whose pages read them by a statement of their own,
+   * as every page with other expansions does (../reads/expand.ts).
    */
-  pageWithToOnes?(collection: CollectionRef, page: LivePage, toOnes: readonly ToOneRead[]): Statement;
+  pageWithRelated?(collection: CollectionRef, page: LivePage, joined: readonly JoinedRelation[]): Statement;
   /**
    * The relevance of each row holding `search` (bound: bindSearch()), as a table of `collection_id`,
    * `row_id` and `score`, the higher the more relevant (docs/search.md, "Ranking").

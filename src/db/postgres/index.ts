@@ -22,7 +22,7 @@ import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueKeySql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
 import { holdSweptSql, refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
-import { aggregateSql, filteredSortedPage, orderedPage, pageWithToOnes, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
@@ -119,7 +119,7 @@ export async function openPostgres(
       kind === 'sort' || kind === 'once' ? runTimed(knex, sql, params, queryTimeoutMs, kind === 'sort') : runAlone(knex, sql, params),
     snapshot: (work) => runSnapshot(knex, work),
     orderedPage,
-    pageWithToOnes,
+    pageWithRelated,
     aggregateSql,
     jsonOf: unescapedJson,
     // A key holds a string's first POSTGRES_KEY_CHARS characters (sql/): a shorter one whole, and

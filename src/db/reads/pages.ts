@@ -13,7 +13,7 @@ import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { pairSlot, type SortedEntry } from '../engine/sorted.ts';
 import { byId, byName, type CollectionRef, type KeyRange, type LivePage, withinIndex } from '../engine/sql/pages.ts';
 import { collectionSql, keyCountUpToSql, presentCountSql } from '../engine/sql/reads.ts';
-import type { ToOneRead } from '../engine/sql/related.ts';
+import type { JoinedRelation } from '../engine/sql/related.ts';
 import { raw, type Sql, type Template, template } from '../engine/sql/template.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
@@ -52,7 +52,7 @@ type PagePart = {
   total?: number | string;
   /** A scored page's scores, in its order, joined by commas (JSON numbers' text). */
   scores?: string | null;
-  /** A page with its related rows (pageWithToOnes): a to-many's collection has no sort index of its field. */
+  /** A page with its related rows (pageWithRelated): a to-many's collection has no sort index of its field. */
   apart?: number | boolean | null;
 };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
@@ -81,20 +81,21 @@ export async function readPage(source: PageSource, accountId: number, collection
 }
 
 /**
- * A page sorted whole without a filter, each row with the rows of its to-one relations `toOnes` set in by
- * its own statement (PageSource.pageWithToOnes); 404 when the collection does not exist. Undefined when
- * the dialect has no such statement, or when a row or a related row may hold a stored field named
+ * A page sorted whole without a filter, each row with the rows of its relations `joined` set in by its own
+ * statement (PageSource.pageWithRelated); 404 when the collection does not exist. Undefined when the
+ * dialect has no such statement, when a to-many's collection has no sort index of its field (lookUpIndex()
+ * makes one, as the page read apart asks for it), or when a row or a related row may hold a stored field named
  * EXPANDED (storesExpanded), which ./expand.ts drops: then its expansions are for statements of their own.
  */
-export async function readPageWithToOnes(
+export async function readPageWithRelated(
   source: PageSource,
   accountId: number,
   collection: string,
   page: LivePage,
-  toOnes: readonly ToOneRead[],
+  joined: readonly JoinedRelation[],
 ): Promise<RowsPage | undefined> {
-  if (!source.pageWithToOnes) return undefined;
-  const { sql, params } = source.pageWithToOnes(byName(accountId, collection), page, toOnes);
+  if (!source.pageWithRelated) return undefined;
+  const { sql, params } = source.pageWithRelated(byName(accountId, collection), page, joined);
   // A count reads the whole collection, as a page sorted whole does.
   const [part] = await source.read<PagePart>(sql, params, page.count ? 'sort' : 'scan');
   if (part.apart) return undefined;
@@ -103,7 +104,7 @@ export async function readPageWithToOnes(
 }
 
 /**
- * Whether a page of rows each with its member EXPANDED (readPageWithToOnes) names EXPANDED more often than
+ * Whether a page of rows each with its member EXPANDED (readPageWithRelated) names EXPANDED more often than
  * once a row: then a row, or a related row, holds a stored field of that name, or a string that is the
  * name itself, which a search of the text cannot tell apart (the quotes of a string within a string are
  * escaped). A stored field of that name would be answered beside the expansions, or as one.

@@ -14,12 +14,12 @@ import { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { SchemaCache } from '../engine/dialect.ts';
 import type { AggregateSource, PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { byName, type LivePage } from '../engine/sql/pages.ts';
-import type { ToOneRead } from '../engine/sql/related.ts';
+import type { JoinedRelation } from '../engine/sql/related.ts';
 import { type Binding, boundAlone, learnRelations } from '../relations/bound.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, readAggregates } from './aggregates.ts';
 import { type Expansion, expandPage, PageMoved } from './expand.ts';
-import { guardedPage, type RowsPage, readPage, readPageWithToOnes } from './pages.ts';
+import { guardedPage, type RowsPage, readPage, readPageWithRelated } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -93,7 +93,7 @@ const alone = ({ expand, filter }: Expansion) => expand.length === 0 && !(filter
  * reading again the latest event seq of the page's collection (ReadAt). The same seq as the page's: the
  * page's rows were as read when its related rows were, and the page is as one snapshot would read it.
  * Another: undefined, for a snapshot to read it all. A page whose expansions its own statement can read
- * (toOnesInPage) is that one statement.
+ * (joinedInPage) is that one statement.
  */
 async function expandedAlone(
   source: PageSource,
@@ -102,8 +102,8 @@ async function expandedAlone(
   page: LivePage,
   expansions: readonly Expansion[],
 ): Promise<RowsPage | undefined> {
-  const toOnes = toOnesInPage(source, accountId, page, expansions);
-  const joined = toOnes && (await readPageWithToOnes(source, accountId, collection, page, toOnes));
+  const relations = joinedInPage(source, accountId, page, expansions);
+  const joined = relations && (await readPageWithRelated(source, accountId, collection, page, relations));
   if (joined) return joined;
   const answer = await readPage(source, accountId, collection, page);
   const at = { collection: byName(accountId, collection), seq: answer.seq };
@@ -116,13 +116,19 @@ async function expandedAlone(
 }
 
 /**
- * The to-one relations a page's own statement reads (PageSource.pageWithToOnes, readPageWithToOnes): of a
- * page in the order of its ids, unfiltered, whose every expansion is a to-one read as it is stored (no
- * hidden fields to mask, no `select`, no nested expansion). Undefined for any other page, and in a dialect
- * without that statement: its expansions are read apart.
+ * The relations a page's own statement reads (PageSource.pageWithRelated, readPageWithRelated): of a page
+ * in the order of its ids, unfiltered, whose every expansion is read as it is stored (no hidden fields to
+ * mask, no `select`, no nested expansion, a filter through no relation and no search), to-ones and then at
+ * most one to-many, last, ordered by id alone. Undefined for any other page, and in a dialect without that
+ * statement: its expansions are read apart.
  */
-function toOnesInPage(source: PageSource, accountId: number, page: LivePage, expansions: readonly Expansion[]): ToOneRead[] | undefined {
-  if (!source.pageWithToOnes) return undefined;
+function joinedInPage(
+  source: PageSource,
+  accountId: number,
+  page: LivePage,
+  expansions: readonly Expansion[],
+): JoinedRelation[] | undefined {
+  if (!source.pageWithRelated) return undefined;
   const [key] = page.order;
   const byIds = page.order.length === 1 && key.field === 'id' && !key.related;
   if (!byIds || page.filter || page.versions) return undefined;

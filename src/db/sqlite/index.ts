@@ -24,7 +24,7 @@ import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueFillsProcedure, uniqueKeySql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
-import { aggregateSql, filteredSortedPage, orderedPage, pageWithToOnes, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
@@ -111,7 +111,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
       kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),
     snapshot: (work) => readers.snapshot(work),
     orderedPage,
-    pageWithToOnes,
+    pageWithRelated,
     aggregateSql,
     jsonOf: (text) => JSON.parse(text),
     keyHoldsWhole: () => true,

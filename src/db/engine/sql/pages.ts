@@ -151,8 +151,8 @@ export type FieldOrder = (
  * when there is no such collection. Its text depends only on the directions, how the fields are read
  * and how the collection is found, so a prepared statement serves every field name. Its rows are cut to
  * the page as the dialect cuts them (PageCut). With `scores`, the rows are those it scores, each with its
- * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too. With `toOnes`,
- * joined by it instead, each row with its to-one relations' rows (ToOnesJson).
+ * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too. With `withRelated`,
+ * joined by it instead, each row with its related rows (JoinedJson).
  */
 export function wholePage(
   pageJson: PageJson,
@@ -161,13 +161,13 @@ export function wholePage(
   page: LivePage,
   where?: Sql,
   scores?: Sql,
-  toOnes?: ToOnesJson,
+  withRelated?: JoinedJson,
 ): Statement {
   let columns = pageColumns(page.versions);
   const bindings: SqlValue[] = [];
-  if (toOnes) {
-    columns += toOnes.columns.sql;
-    bindings.push(...toOnes.columns.params);
+  if (withRelated) {
+    columns += withRelated.columns.sql;
+    bindings.push(...withRelated.columns.params);
   }
   const placed: PlacedColumn[] = [];
   const afterId = page.after && sql`${page.after.id}`;
@@ -213,11 +213,11 @@ export function wholePage(
   const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
   const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${joined}${live}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
-  const json = toOnes ? toOnes.rows(order) : raw(pageJson.rows(order));
+  const json = withRelated ? withRelated.rows(order) : raw(pageJson.rows(order));
   const sorted = sql`select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)}`;
   return sql`select count(*) as n, ${json} as json${scoresJson},
-        ${collection.lastSeq} as seq${total}${toOnes?.apart ? sql`, ${toOnes.apart} as apart` : raw('')}
-      from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r${toOnes ? toOnes.joins : raw('')}`;
+        ${collection.lastSeq} as seq${total}${withRelated?.apart ? sql`, ${withRelated.apart} as apart` : raw('')}
+      from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r${withRelated ? withRelated.joins : raw('')}`;
 }
 
 /**
@@ -247,12 +247,12 @@ const liveScores = (collection: CollectionRef, now: number): Sql =>
         or coalesce((select ${liveRowSql('x', now)} from rows x where x.collection_id = s.collection_id and x.id = s.row_id), true))`;
 
 /**
- * A page's rows joined with each one's to-one relations' rows set in (PageSource.pageWithToOnes): the
+ * A page's rows joined with each one's related rows set in (PageSource.pageWithRelated): the
  * `columns` the page's rows read beside `id` and `data` (after a comma: the relation fields' values),
  * `joins`, what the page's rows, cut to the page (`r`), are joined with (each beginning with its join),
  * `rows`, the rows' JSON texts in `order` as PagePart's `json`, each with its member EXPANDED.
  */
-export interface ToOnesJson {
+export interface JoinedJson {
   columns: Sql;
   joins: Sql;
   rows(order: string): Sql;

@@ -40,12 +40,12 @@ export interface RelatedRead {
 }
 
 /**
- * A to-one relation whose rows a page's own statement reads (PageSource.pageWithToOnes): its `name` (its
- * member of EXPANDED), the related `collection`, the `field` of the page's rows holding a related row's
- * id (a number that is none, or not a whole number, names no row: null), and the condition `where` on
- * `rows` the related row holds (the read rule), as RelatedRead's.
+ * A relation whose rows a page's own statement reads (PageSource.pageWithRelated): its `name` (its member
+ * of EXPANDED), the related `collection`, the `field` of the page's rows holding a related row's id (a
+ * to-one; a number that is none, or not a whole number, names no row: null), and the condition `where` on
+ * `rows` the related rows hold (the read rule, a to-many's filter), as RelatedRead's.
  */
-export interface ToOneRead {
+export interface JoinedRelation {
   name: string;
   collection: CollectionRef;
   field: string;
@@ -142,11 +142,17 @@ function keyRows(json: RelatedJson, byField: FieldOrder, read: ManyRead, slot: S
 }
 
 /**
- * A to-many relation a page's own statement reads (ToOneRead.many): the SQL of its related rows' sort
+ * A to-many relation a page's own statement reads (JoinedRelation.many): the SQL of its related rows' sort
  * index slot (null when none), and of the rows of the page row whose id is `key`, ordered by id and
  * stopped at its limit and one more, as keyRows() reads them.
  */
-export function pageRowRelated(json: RelatedJson, byField: FieldOrder, read: ToOneRead, now: number, key: Sql): { slot: Sql; rows: Sql } {
+export function pageRowRelated(
+  json: RelatedJson,
+  byField: FieldOrder,
+  read: JoinedRelation,
+  now: number,
+  key: Sql,
+): { slot: Sql; rows: Sql } {
   const { collection, field, where, many } = read;
   const slot = json.slotOf(collection.id, field);
   const order: SortKey[] = [{ field: 'id', direction: many?.direction ?? 'asc' }];

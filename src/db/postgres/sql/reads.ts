@@ -11,15 +11,15 @@ import {
   type CollectionRef,
   cutSql,
   type FieldOrder,
+  type JoinedJson,
   type PageCut,
   type PageJson,
   seqOf,
   sortedPages,
-  type ToOnesJson,
   wholePage,
 } from '../../engine/sql/pages.ts';
 import { firstKeys, ROW_START, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
-import { pageRowRelated, type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
+import { type JoinedRelation, pageRowRelated, type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
@@ -99,19 +99,20 @@ const pageCut: PageCut = {
 };
 
 /**
- * A page sorted whole, each row with the rows of its to-one relations set in (PageSource.pageWithToOnes).
- * Each row of the page, cut to it (so that no row past the page looks its related rows up), is read as
- * jsonb once (document(), kept apart by `offset 0`) for each relation's field, a related row's id only
- * when it is a whole number from 1 to MAX_ID (../../reads/expand.ts reads ids so); each related row is
- * looked up by its primary key (LEFT JOIN LATERAL). A row's text is its own without its closing brace, then
- * its member EXPANDED. Null text beside a count above 0 when the rows and related rows add up to more than
+ * A page sorted whole, each row with the rows of its relations set in (PageSource.pageWithRelated). Each
+ * row of the page, cut to it (so that no row past the page looks its related rows up), is read as jsonb
+ * once (document(), kept apart by `offset 0`) for each to-one's field, a related row's id only when it is
+ * a whole number from 1 to MAX_ID (../../reads/expand.ts reads ids so); each related row is looked up by its
+ * primary key (LEFT JOIN LATERAL); a to-many's rows of the row's id by a LATERAL subquery, their limit and
+ * one more counted and joined but the last. A row's text is its own without its closing brace, then its
+ * member EXPANDED. Null text beside a count above 0 when the rows and related rows add up to more than
  * MAX_PAGE_BYTES.
  */
-export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collection, page, toOnes) =>
-  wholePage(pageJson, byField, collection, page, undefined, undefined, toOnesJson(toOnes, page.now));
+export const pageWithRelated: NonNullable<PageSource['pageWithRelated']> = (collection, page, joined) =>
+  wholePage(pageJson, byField, collection, page, undefined, undefined, joinedJson(joined, page.now));
 
-function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
-  const ones = toOnes.flatMap((toOne, index) => (toOne.many ? [] : [{ ...toOne, t: `t${index}` }]));
+function joinedJson(joined: readonly JoinedRelation[], now: number): JoinedJson {
+  const ones = joined.flatMap((relation, index) => (relation.many ? [] : [{ ...relation, t: `t${index}` }]));
   const ids = ones.map(({ field, t }) => sql`, ${toOneId(sql`(j -> ${escapeString(field)}::text)`)} as ${raw(t)}`);
   const read =
     ones.length === 0
@@ -119,11 +120,11 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
       : sql`
       cross join lateral (select 1${joinSql(ids, '')} from (select ${document('r')} as j offset 0) j offset 0) d`;
   const apart: Sql[] = [];
-  const related = toOnes.map((toOne, index) => {
-    const { collection, where, many } = toOne;
+  const related = joined.map((relation, index) => {
+    const { collection, where, many } = relation;
     const t = raw(`t${index}`);
     if (many) {
-      const { slot, rows } = pageRowRelated(relatedJson, byField, toOne, now, raw('r.id'));
+      const { slot, rows } = pageRowRelated(relatedJson, byField, relation, now, raw('r.id'));
       apart.push(sql`${slot} is null`);
       return sql`
       left join lateral (select count(*) as n, sum(octet_length(data)) as b,
@@ -133,13 +134,13 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
       left join lateral (select ${raw(rowJsonSql)} as json, octet_length(data) as b from rows
         where rows.collection_id = ${collection.id} and rows.id = d.${t} and ${liveRowSql('rows', now)}${where ? sql` and (${where})` : raw('')}) ${t} on true`;
   });
-  const members = toOnes.map(({ name, many }, index) => {
+  const members = joined.map(({ name, many }, index) => {
     const t = `t${index}`;
     if (!many) return sql`${`${JSON.stringify(name)}:`} || coalesce(${raw(t)}.json, 'null')`;
     const cut = sql`case when ${raw(t)}.n > ${many.limit} then ${`,"${CUT}":${JSON.stringify([name])}`} else '' end`;
     return sql`${`${JSON.stringify(name)}:[`} || coalesce(${raw(t)}.json, '') || ']' || ${cut}`;
   });
-  const bytes = toOnes.map((_, index) => raw(` + coalesce(sum(t${index}.b), 0)`));
+  const bytes = joined.map((_, index) => raw(` + coalesce(sum(t${index}.b), 0)`));
   const own = `case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end`;
   const row = sql`'${raw(ROW_START)}' || r.id || ${raw(own)} || '${raw(`,"${EXPANDED}":{`)}' || ${joinSql(members, " || ',' || ")} || '}}'`;
   return {

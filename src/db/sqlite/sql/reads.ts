@@ -11,15 +11,15 @@ import {
   type CollectionRef,
   cutSql,
   type FieldOrder,
+  type JoinedJson,
   type PageCut,
   type PageJson,
   seqOf,
   sortedPages,
-  type ToOnesJson,
   wholePage,
 } from '../../engine/sql/pages.ts';
 import { firstKeys, ROW_START, relatedRowSql, rowJsonPast, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
-import { pageRowRelated, type RelatedJson, relatedPage, type ToOneRead } from '../../engine/sql/related.ts';
+import { type JoinedRelation, pageRowRelated, type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 
@@ -112,29 +112,30 @@ export const orderedPage: PageSource['orderedPage'] = (collection, page, where, 
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
 
 /**
- * A page sorted whole, each row with the rows of its to-one relations set in (PageSource.pageWithToOnes):
- * each relation's field read beside the row as `j<index>` (as a number only: a related row's id), and
- * each row's text made of its own without its closing brace, then its member EXPANDED, each relation's
- * row read by a scalar subquery of that field (PAST_BRACE's blob, cut a byte short at its end too). Read
- * where the page's rows are joined, so that no row past the page's limit looks its related rows up.
+ * A page sorted whole, each row with the rows of its relations set in (PageSource.pageWithRelated): each
+ * to-one's field read beside the row as `j<index>` (as a number only: a related row's id), and each row's
+ * text made of its own without its closing brace, then its member EXPANDED, each to-one's row read by a
+ * scalar subquery of that field (PAST_BRACE's blob, cut a byte short at its end too), a to-many's rows by
+ * one of the row's id (toManyMember()). Read where the page's rows are joined, so that no row past the
+ * page's limit looks its related rows up.
  */
-export const pageWithToOnes: NonNullable<PageSource['pageWithToOnes']> = (collection, page, toOnes) =>
-  wholePage(pageJson, byField, collection, page, undefined, undefined, toOnesJson(toOnes, page.now));
+export const pageWithRelated: NonNullable<PageSource['pageWithRelated']> = (collection, page, joined) =>
+  wholePage(pageJson, byField, collection, page, undefined, undefined, joinedJson(joined, page.now));
 
-function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
+function joinedJson(joined: readonly JoinedRelation[], now: number): JoinedJson {
   let columns = '';
   const keys: string[] = [];
-  toOnes.forEach((toOne, index) => {
-    if (toOne.many) return;
-    const { type, value, key } = field(toOne.field);
+  joined.forEach((relation, index) => {
+    if (relation.many) return;
+    const { type, value, key } = field(relation.field);
     columns += `, (case when ${type} in ('integer', 'real') then ${value} end) as j${index}`;
     keys.push(key, key);
   });
   const apart: Sql[] = [];
-  const members = toOnes.map((toOne, index) => {
-    const { name, collection, where, many } = toOne;
+  const members = joined.map((relation, index) => {
+    const { name, collection, where, many } = relation;
     if (many) {
-      const { slot, rows } = pageRowRelated(relatedJson, byField, toOne, now, raw('r.id'));
+      const { slot, rows } = pageRowRelated(relatedJson, byField, relation, now, raw('r.id'));
       apart.push(sql`${slot} is null`);
       return toManyMember(name, many, rows);
     }
@@ -153,7 +154,7 @@ function toOnesJson(toOnes: readonly ToOneRead[], now: number): ToOnesJson {
 }
 
 /**
- * A to-many relation's member of a page row's EXPANDED (ToOneRead.many): its `rows` (pageRowRelated(), the
+ * A to-many relation's member of a page row's EXPANDED (JoinedRelation.many): its `rows` (pageRowRelated(), the
  * limit and one more) joined as they come, the one past the limit cut off again by its bytes, which its
  * id and data tell without its text (rowJsonPast: its id, then `}` or its data past the brace), the
  * last row's by the one max() or min() of the ids (SQLite's bare columns of a min/max aggregate); cut, the

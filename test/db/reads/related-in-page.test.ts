@@ -1,4 +1,4 @@
-// A page whose expansions are all to-ones read as stored, read by its own statement (PageSource.pageWithToOnes,
+// A page whose expansions are read as stored (to-ones, then a to-many by id), read by its own statement (PageSource.pageWithRelated,
 // src/db/reads/related.ts): its answer is byte for byte the one of the page and its related rows read by
 // statements of their own (the same dialect without that statement), whatever its rows' relation fields hold,
 // for every cut of the page; a page holding a stored `_expand` is read apart, as before.
@@ -48,7 +48,7 @@ const BY_ID = [{ field: 'id', direction: 'asc' as const }];
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 
 /** The handler's expansions of `names` (src/handlers/expand.ts): to-ones read as stored, people held to `filter`. */
-const toOnes = (names: string[], filter?: Filter): Expansion[] =>
+const joined = (names: string[], filter?: Filter): Expansion[] =>
   names.map((name) => ({
     name,
     kind: 'to_one',
@@ -93,7 +93,7 @@ const comments = (direction: 'asc' | 'desc', filter?: Filter, collection = 'comm
 /** A rule that hides one person: `secret` is not true. */
 const notSecret: Filter = { kind: 'not', filter: { kind: 'field', path: ['secret'], op: '$eq', operand: true } };
 
-describeEachBackend('a page with its to-ones read by its own statement', (backend) => {
+describeEachBackend('a page with its related rows read by its own statement', (backend) => {
   let database: TestDatabase;
   let opened: OpenedDatabase;
   let store: Store;
@@ -127,7 +127,7 @@ describeEachBackend('a page with its to-ones read by its own statement', (backen
         return pages.read(sql, params, kind);
       },
     };
-    apart = { ...source, pageWithToOnes: undefined };
+    apart = { ...source, pageWithRelated: undefined };
   });
   after(async () => {
     await opened?.close().catch(() => {});
@@ -167,11 +167,11 @@ describeEachBackend('a page with its to-ones read by its own statement', (backen
       { limit: 4, offset: 1, order: [{ field: 'id', direction: 'desc' as const }] },
     ];
     for (const page of pages) {
-      for (const expansions of [toOnes(['author']), toOnes(['author', 'editor']), toOnes(['editor', 'author'], notSecret)]) {
+      for (const expansions of [joined(['author']), joined(['author', 'editor']), joined(['editor', 'author'], notSecret)]) {
         expect(await bothWays(page, expansions), JSON.stringify(page)).to.equal(1);
       }
     }
-    const [first] = JSON.parse((await read(source, { limit: 1, offset: 0 }, toOnes(['author', 'editor']))).json);
+    const [first] = JSON.parse((await read(source, { limit: 1, offset: 0 }, joined(['author', 'editor']))).json);
     expect(first).to.deep.equal({ id: 1, ...POSTS[0], _expand: { author: { id: 1, ...PEOPLE[0] }, editor: { id: 5, ...PEOPLE[4] } } });
   });
 
@@ -185,7 +185,7 @@ describeEachBackend('a page with its to-ones read by its own statement', (backen
     ];
     for (const page of pages) {
       for (const direction of ['asc', 'desc'] as const) {
-        for (const expansions of [[comments(direction)], [...toOnes(['author']), comments(direction, notSecret)]]) {
+        for (const expansions of [[comments(direction)], [...joined(['author']), comments(direction, notSecret)]]) {
           expect(await bothWays(page, expansions), JSON.stringify({ page, direction })).to.equal(1);
         }
       }
@@ -198,7 +198,7 @@ describeEachBackend('a page with its to-ones read by its own statement', (backen
   it('reads a to-many apart where it is not last, is ordered by a field, or has no sort index of its field', async () => {
     const page = { limit: 10, offset: 0 };
     const byBody: Expansion = { ...comments('asc'), order: [{ field: 'body', direction: 'asc' }] };
-    for (const expansions of [[comments('asc'), ...toOnes(['author'])], [byBody], [comments('asc', undefined, 'notes')]]) {
+    for (const expansions of [[comments('asc'), ...joined(['author'])], [byBody], [comments('asc', undefined, 'notes')]]) {
       expect(await bothWays(page, expansions), JSON.stringify(expansions)).to.be.above(1);
     }
   });
@@ -207,20 +207,20 @@ describeEachBackend('a page with its to-ones read by its own statement', (backen
     // Stored before the name was reserved: no write takes it now.
     await storeAsIs('posts', 3, '{"author_id":1,"_expand":{"x":1}}');
     const page = { limit: 10, offset: 0 };
-    expect(await bothWays(page, toOnes(['author']))).to.be.above(1);
-    const rows = JSON.parse((await read(source, page, toOnes(['author']))).json);
+    expect(await bothWays(page, joined(['author']))).to.be.above(1);
+    const rows = JSON.parse((await read(source, page, joined(['author']))).json);
     expect(rows[2]).to.deep.equal({ id: 3, author_id: 1, _expand: { author: { id: 1, ...PEOPLE[0] } } });
   });
 
   it('reads a page apart when a related row holds a stored _expand, or a row holds the name as a value', async () => {
     const page = { limit: 10, offset: 0 };
     await storeAsIs('posts', 3, '{"author_id":1,"title":"_expand"}');
-    expect(await bothWays(page, toOnes(['author']))).to.be.above(1);
+    expect(await bothWays(page, joined(['author']))).to.be.above(1);
     await storeAsIs('posts', 3, '{"author_id":1}');
-    expect(await bothWays(page, toOnes(['author']))).to.equal(1);
+    expect(await bothWays(page, joined(['author']))).to.equal(1);
     await storeAsIs('people', 1, JSON.stringify({ ...PEOPLE[0], _expand: { x: 1 } }));
-    expect(await bothWays(page, toOnes(['author']))).to.be.above(1);
-    const rows = JSON.parse((await read(source, page, toOnes(['author']))).json);
+    expect(await bothWays(page, joined(['author']))).to.be.above(1);
+    const rows = JSON.parse((await read(source, page, joined(['author']))).json);
     expect(rows[0]._expand.author).to.deep.equal({ id: 1, ...PEOPLE[0] });
   });
 });
