@@ -576,7 +576,7 @@ group by k;
 -- pageWithRelated(by id, asc, one to-one)
 select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
   where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = r.j0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)), 'null') || '}}', ',{"id":') as json,
-  (select last_seq from collections where account_id = ? and name = ?) as seq
+  (select last_seq from collections where account_id = ? and name = ?) as seq, max(r.id) as last_id
 from (select * from (select id, data, (case when json_type(data, ?) in ('integer', 'real') then json_extract(data, ?) end) as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
 -- pageWithRelated(by id, asc, a to-one, then a to-many by id, its limit 10)
@@ -589,7 +589,7 @@ from (select count(*) as n, '{"id":' || group_concat(id || case data when '{}' t
   where rows.collection_id = (select id from collections where account_id = ? and name = ?) and k.collection_id = (select id from collections where account_id = ? and name = ?) and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) and k.rank = 1
     and k.num = r.id and (rows.expires_at is null or rows.expires_at > ?)) r
 order by str asc, id asc limit +?))) || '}}', ',{"id":') as json,
-  (select last_seq from collections where account_id = ? and name = ?) as seq, (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) is null as apart
+  (select last_seq from collections where account_id = ? and name = ?) as seq, max(r.id) as last_id, (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) is null as apart
 from (select * from (select id, data, (case when json_type(data, ?) in ('integer', 'real') then json_extract(data, ?) end) as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field no JSON path spells, asc)

@@ -34,7 +34,10 @@ export type RowsPage = {
    * `field`, read in the page's snapshot; none where the row has none (related.ts): its cursor's place.
    */
   related?: Record<string, unknown>;
-  /** The last row's JSON text as read, before the expansions set into the page (expand.ts): its cursor's place. */
+  /**
+   * The last row's JSON text as read, before the expansions set into the page (expand.ts): its cursor's
+   * place; of a page by id alone read with its related rows (readPageWithRelated), `{"id":…}`.
+   */
   last?: string;
 } & Relevance;
 
@@ -54,6 +57,8 @@ type PagePart = {
   scores?: string | null;
   /** A page with its related rows (pageWithRelated): a to-many's collection has no sort index of its field. */
   apart?: number | boolean | null;
+  /** A page with its related rows (pageWithRelated): its last row's id. */
+  last_id?: number | string | null;
 };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
@@ -100,7 +105,9 @@ export async function readPageWithRelated(
   const [part] = await source.read<PagePart>(sql, params, page.count ? 'sort' : 'scan');
   if (part.apart) return undefined;
   const answer = wholeAnswer(part, collection, page);
-  return storesExpanded(answer) ? undefined : answer;
+  if (storesExpanded(answer)) return undefined;
+  // Its order is by id alone: the id is all of its last row its cursor's place reads (RowsPage.last).
+  return part.last_id === null || part.last_id === undefined ? answer : { ...answer, last: `{"id":${Number(part.last_id)}}` };
 }
 
 /**

@@ -153,6 +153,9 @@ describeEachBackend('a page with its related rows read by its own statement', (b
     expect(joined.n).to.equal(separate.n);
     expect(joined.seq).to.equal(separate.seq);
     expect(joined.total).to.equal(separate.total);
+    // The cursor's place: of a page by id, its last row's id.
+    const lastId = ({ last }: RowsPage) => last && JSON.parse(last).id;
+    expect(lastId(joined)).to.equal(lastId(separate));
     return taken;
   }
 

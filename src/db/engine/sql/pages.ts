@@ -216,9 +216,18 @@ export function wholePage(
   const json = withRelated ? withRelated.rows(order) : raw(pageJson.rows(order));
   const sorted = sql`select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)}`;
   return sql`select count(*) as n, ${json} as json${scoresJson},
-        ${collection.lastSeq} as seq${total}${withRelated?.apart ? sql`, ${withRelated.apart} as apart` : raw('')}
+        ${collection.lastSeq} as seq${total}${withRelated ? withRelatedColumns(withRelated, page) : raw('')}
       from (${cutSql(pageJson, sorted, page.limit, page.offset)}) r${withRelated ? withRelated.joins : raw('')}`;
 }
+
+/**
+ * The columns a page with its related rows answers beside PagePart's: `last_id`, its last row's id (its
+ * order is by id alone), and `apart` (JoinedJson).
+ */
+const withRelatedColumns = (withRelated: JoinedJson, page: LivePage): Sql => {
+  const last = raw(`, ${page.order[0]?.direction === 'desc' ? 'min' : 'max'}(r.id) as last_id`);
+  return withRelated.apart ? sql`${last}, ${withRelated.apart} as apart` : last;
+};
 
 /**
  * A search's `scores`, cut to the page's when nothing else tests its rows and the page is in their order
