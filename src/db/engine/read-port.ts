@@ -17,9 +17,9 @@ import type { Sql } from './sql/template.ts';
  * filters the collection, which may read all of it, and so is stopped past the query timeout
  * (config.ts, queryTimeoutMs); `once` for such a page whose SQL is made for one request (a filter's),
  * which is not worth preparing to keep; `related` for the rows related to a page (an expansion's statement,
- * ../reads/expand.ts), read through an index as a page is but hundreds of rows at a time: on SQLite a
- * connection of its own, so that pages and their expansions do not take turns on one (docs/performance.md,
- * "An expansion's statement on a connection of its own").
+ * ../reads/expand.ts, or a page read with a to-many's rows), read through an index as a page is but hundreds
+ * of rows at a time: on SQLite connections of their own, so that pages and their expansions do not take
+ * turns on one (docs/performance.md, "An expansion's statement on a connection of its own").
  */
 type ReadKind = 'point' | 'scan' | 'sort' | 'once' | 'related';
 

@@ -101,8 +101,10 @@ export async function readPageWithRelated(
 ): Promise<RowsPage | undefined> {
   if (!source.pageWithRelated) return undefined;
   const { sql, params } = source.pageWithRelated(byName(accountId, collection), page, joined);
-  // A count reads the whole collection, as a page sorted whole does.
-  const [part] = await source.read<PagePart>(sql, params, page.count ? 'sort' : 'scan');
+  // A count reads the whole collection, as a page sorted whole does; a to-many's rows, hundreds, are
+  // read as an expansion's statement reads them.
+  const kind = page.count ? 'sort' : joined.some((relation) => relation.many) ? 'related' : 'scan';
+  const [part] = await source.read<PagePart>(sql, params, kind);
   if (part.apart) return undefined;
   const answer = wholeAnswer(part, collection, page);
   if (storesExpanded(answer)) return undefined;

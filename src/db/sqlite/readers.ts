@@ -73,12 +73,20 @@ export const SNAPSHOT_CONNECTIONS = 4;
 const TIMED_CONNECTIONS = 2;
 
 /**
+ * The connections of the rows related to pages (`related`), each read taking the next in turn: one
+ * statement steps at a time on a connection, and a page with its to-many's rows (hundreds) takes about a
+ * millisecond and a half of a core; with one connection they ran one after another, on one core.
+ */
+const RELATED_CONNECTIONS = 2;
+
+/**
  * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of rows
  * read through an index, `related` for the rows related to a page (an expansion's statement: hundreds of
  * rows, through an index), `query<n>` for pages that sort or filter, which may read a whole collection: a
- * slow page then holds up neither a row read, nor an indexed page, nor a write.
+ * slow page then holds up neither a row read, nor an indexed page, nor a write. `related<n>` is a
+ * `related` read's connection (RELATED_CONNECTIONS).
  */
-export type ReadKind = 'point' | 'scan' | `query${number}` | 'related' | `snapshot${number}`;
+export type ReadKind = 'point' | 'scan' | `query${number}` | 'related' | `related${number}` | `snapshot${number}`;
 
 interface Reader {
   db: sqlite3.Database;
@@ -108,6 +116,8 @@ export class SqliteReaders {
     },
   });
   private closed = false;
+  /** How many `related` reads have started: the next takes connection `related <this % RELATED_CONNECTIONS>`. */
+  private relatedReads = 0;
   private readonly checkpoints: NodeJS.Timeout;
   /** The checkpoints' connection, read-write, opened on the first; and the checkpoint under way. */
   private checkpointer?: Promise<sqlite3.Database>;
@@ -135,7 +145,7 @@ export class SqliteReaders {
    */
   async read<T>(sql: string, params: SqlValue[], kind: ReadKind = 'point'): Promise<T[]> {
     if (this.closed) throw new DatabaseClosedError();
-    const { cache } = await this.reader(kind);
+    const { cache } = await this.reader(kind === 'related' ? `related${this.relatedReads++ % RELATED_CONNECTIONS}` : kind);
     return cache.all<T>(sql, params);
   }
 
@@ -246,7 +256,7 @@ export class SqliteReaders {
         // A page is one string made here: a longer one fails (errors.ts, isTooBig) before it is made, where
         // one longer than V8 can hold would end the process (../rows.ts, MAX_PAGE_BYTES).
         if (kind !== 'point') db.configure('limit', sqlite3.LIMIT_LENGTH, MAX_PAGE_BYTES);
-        const copies = kind === 'point' ? ROW_READ_COPIES : kind === 'scan' || kind === 'related' ? PAGE_READ_COPIES : 1;
+        const copies = kind === 'point' ? ROW_READ_COPIES : kind === 'scan' || kind.startsWith('related') ? PAGE_READ_COPIES : 1;
         resolve({ db, cache: new StatementCache(db, copies) });
       });
     });
