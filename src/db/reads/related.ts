@@ -132,8 +132,7 @@ function joinedInPage(
   const [key] = page.order;
   const byIds = page.order.length === 1 && key.field === 'id' && !key.related;
   if (!byIds || page.filter || page.versions) return undefined;
-  const bound = (filter?: Filter) => !filter || !(holdsRelated(filter) || holdsSearch(filter));
-  const asStored = ({ mask, select, expand, filter }: Expansion) => !mask && !select && expand.length === 0 && bound(filter);
+  const asStored = (expansion: Expansion) => !expansion.mask && !expansion.select && alone(expansion);
   if (!expansions.every(asStored) || !expansions.slice(0, -1).every(({ kind }) => kind === 'to_one')) return undefined;
   const last = expansions.at(-1);
   const [order] = last?.order ?? [];

@@ -48,7 +48,7 @@ const BY_ID = [{ field: 'id', direction: 'asc' as const }];
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 
 /** The handler's expansions of `names` (src/handlers/expand.ts): to-ones read as stored, people held to `filter`. */
-const joined = (names: string[], filter?: Filter): Expansion[] =>
+const toOnes = (names: string[], filter?: Filter): Expansion[] =>
   names.map((name) => ({
     name,
     kind: 'to_one',
@@ -89,6 +89,17 @@ const comments = (direction: 'asc' | 'desc', filter?: Filter, collection = 'comm
   limit: 3,
   expand: [],
 });
+
+/** The cuts of a page each test reads both ways: from the start, past it, empty, past the end, counted, by id desc. */
+const PAGES = [
+  { limit: 50, offset: 0 },
+  { limit: 3, offset: 2 },
+  { limit: 1, offset: 13 },
+  { limit: 0, offset: 0 },
+  { limit: 5, offset: 100 },
+  { limit: 20, offset: 0, count: true },
+  { limit: 4, offset: 1, order: [{ field: 'id', direction: 'desc' as const }] },
+];
 
 /** A rule that hides one person: `secret` is not true. */
 const notSecret: Filter = { kind: 'not', filter: { kind: 'field', path: ['secret'], op: '$eq', operand: true } };
@@ -160,35 +171,19 @@ describeEachBackend('a page with its related rows read by its own statement', (b
   }
 
   it('answers every page as the page and its related rows read apart do, in one statement', async () => {
-    const pages = [
-      { limit: 50, offset: 0 },
-      { limit: 3, offset: 2 },
-      { limit: 1, offset: 13 },
-      { limit: 0, offset: 0 },
-      { limit: 5, offset: 100 },
-      { limit: 20, offset: 0, count: true },
-      { limit: 4, offset: 1, order: [{ field: 'id', direction: 'desc' as const }] },
-    ];
-    for (const page of pages) {
-      for (const expansions of [joined(['author']), joined(['author', 'editor']), joined(['editor', 'author'], notSecret)]) {
+    for (const page of PAGES) {
+      for (const expansions of [toOnes(['author']), toOnes(['author', 'editor']), toOnes(['editor', 'author'], notSecret)]) {
         expect(await bothWays(page, expansions), JSON.stringify(page)).to.equal(1);
       }
     }
-    const [first] = JSON.parse((await read(source, { limit: 1, offset: 0 }, joined(['author', 'editor']))).json);
+    const [first] = JSON.parse((await read(source, { limit: 1, offset: 0 }, toOnes(['author', 'editor']))).json);
     expect(first).to.deep.equal({ id: 1, ...POSTS[0], _expand: { author: { id: 1, ...PEOPLE[0] }, editor: { id: 5, ...PEOPLE[4] } } });
   });
 
   it('answers a page with a to-many after its to-ones as read apart, cut or not, in one statement', async () => {
-    const pages = [
-      { limit: 50, offset: 0 },
-      { limit: 3, offset: 2 },
-      { limit: 0, offset: 0 },
-      { limit: 20, offset: 0, count: true },
-      { limit: 4, offset: 1, order: [{ field: 'id', direction: 'desc' as const }] },
-    ];
-    for (const page of pages) {
+    for (const page of PAGES) {
       for (const direction of ['asc', 'desc'] as const) {
-        for (const expansions of [[comments(direction)], [...joined(['author']), comments(direction, notSecret)]]) {
+        for (const expansions of [[comments(direction)], [...toOnes(['author']), comments(direction, notSecret)]]) {
           expect(await bothWays(page, expansions), JSON.stringify({ page, direction })).to.equal(1);
         }
       }
@@ -201,7 +196,7 @@ describeEachBackend('a page with its related rows read by its own statement', (b
   it('reads a to-many apart where it is not last, is ordered by a field, or has no sort index of its field', async () => {
     const page = { limit: 10, offset: 0 };
     const byBody: Expansion = { ...comments('asc'), order: [{ field: 'body', direction: 'asc' }] };
-    for (const expansions of [[comments('asc'), ...joined(['author'])], [byBody], [comments('asc', undefined, 'notes')]]) {
+    for (const expansions of [[comments('asc'), ...toOnes(['author'])], [byBody], [comments('asc', undefined, 'notes')]]) {
       expect(await bothWays(page, expansions), JSON.stringify(expansions)).to.be.above(1);
     }
   });
@@ -210,20 +205,20 @@ describeEachBackend('a page with its related rows read by its own statement', (b
     // Stored before the name was reserved: no write takes it now.
     await storeAsIs('posts', 3, '{"author_id":1,"_expand":{"x":1}}');
     const page = { limit: 10, offset: 0 };
-    expect(await bothWays(page, joined(['author']))).to.be.above(1);
-    const rows = JSON.parse((await read(source, page, joined(['author']))).json);
+    expect(await bothWays(page, toOnes(['author']))).to.be.above(1);
+    const rows = JSON.parse((await read(source, page, toOnes(['author']))).json);
     expect(rows[2]).to.deep.equal({ id: 3, author_id: 1, _expand: { author: { id: 1, ...PEOPLE[0] } } });
   });
 
   it('reads a page apart when a related row holds a stored _expand, or a row holds the name as a value', async () => {
     const page = { limit: 10, offset: 0 };
     await storeAsIs('posts', 3, '{"author_id":1,"title":"_expand"}');
-    expect(await bothWays(page, joined(['author']))).to.be.above(1);
+    expect(await bothWays(page, toOnes(['author']))).to.be.above(1);
     await storeAsIs('posts', 3, '{"author_id":1}');
-    expect(await bothWays(page, joined(['author']))).to.equal(1);
+    expect(await bothWays(page, toOnes(['author']))).to.equal(1);
     await storeAsIs('people', 1, JSON.stringify({ ...PEOPLE[0], _expand: { x: 1 } }));
-    expect(await bothWays(page, joined(['author']))).to.be.above(1);
-    const rows = JSON.parse((await read(source, page, joined(['author']))).json);
+    expect(await bothWays(page, toOnes(['author']))).to.be.above(1);
+    const rows = JSON.parse((await read(source, page, toOnes(['author']))).json);
     expect(rows[0]._expand.author).to.deep.equal({ id: 1, ...PEOPLE[0] });
   });
 });

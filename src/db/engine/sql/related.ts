@@ -128,11 +128,14 @@ function throughIndex(json: RelatedJson, byField: FieldOrder, read: ManyRead, fi
     union all select null, null, null where ${slot} is null`;
 }
 
+/** What keyRows() reads of a to-many: a RelatedRead's collection, order, limit and now, its condition and fence. */
+type KeyRead = Pick<ManyRead, 'collection' | 'order' | 'each' | 'now' | 'filtered' | 'fence'>;
+
 /**
  * The rows of the key `key` (SQL of a number) through the sort index in `slot`, as throughIndex() reads
  * them: the columns `id` and `data`, and those of the order.
  */
-function keyRows(json: RelatedJson, byField: FieldOrder, read: ManyRead, slot: Sql, key: Sql): Sql {
+function keyRows(json: RelatedJson, byField: FieldOrder, read: KeyRead, slot: Sql, key: Sql): Sql {
   const { collection, order, each, now, filtered, fence } = read;
   const { columns, placed } = orderColumns(byField, read);
   return sql`select * from (select k.str, k.row_id as id, rows.data${columns} from ${raw(json.keyedRows)}
@@ -149,25 +152,21 @@ function keyRows(json: RelatedJson, byField: FieldOrder, read: ManyRead, slot: S
 export function pageRowRelated(
   json: RelatedJson,
   byField: FieldOrder,
-  read: JoinedRelation,
+  { collection, field, where }: JoinedRelation,
+  many: NonNullable<JoinedRelation['many']>,
   now: number,
   key: Sql,
 ): { slot: Sql; rows: Sql } {
-  const { collection, field, where, many } = read;
   const slot = json.slotOf(collection.id, field);
-  const order: SortKey[] = [{ field: 'id', direction: many?.direction ?? 'asc' }];
-  const related: ManyRead = {
+  const read: KeyRead = {
     collection,
-    keys: [],
-    by: { index: field },
-    order,
-    each: (many?.limit ?? 0) + 1,
+    order: [{ field: 'id', direction: many.direction }],
+    each: many.limit + 1,
     now,
-    list: '[]',
     filtered: where ? sql` and (${where})` : raw(''),
     fence: raw(''),
   };
-  return { slot, rows: keyRows(json, byField, related, slot, key) };
+  return { slot, rows: keyRows(json, byField, read, slot, key) };
 }
 
 /**
@@ -191,7 +190,10 @@ function byItsField(json: RelatedJson, byField: FieldOrder, read: ManyRead, fiel
  * The columns a to-many's order reads of its rows beside `id` and `data` (SQL, with its bindings), and
  * the order of them (`placed`): ties break by id, in the last key's direction.
  */
-function orderColumns(byField: FieldOrder, { order, collection, now }: RelatedRead): { columns: Sql; placed: string } {
+function orderColumns(
+  byField: FieldOrder,
+  { order, collection, now }: Pick<RelatedRead, 'order' | 'collection' | 'now'>,
+): { columns: Sql; placed: string } {
   let columns = '';
   const bindings: SqlValue[] = [];
   const placed: string[] = [];

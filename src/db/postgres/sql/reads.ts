@@ -124,7 +124,7 @@ function joinedJson(joined: readonly JoinedRelation[], now: number): JoinedJson 
     const { collection, where, many } = relation;
     const t = raw(`t${index}`);
     if (many) {
-      const { slot, rows } = pageRowRelated(relatedJson, byField, relation, now, raw('r.id'));
+      const { slot, rows } = pageRowRelated(relatedJson, byField, relation, many, now, raw('r.id'));
       apart.push(sql`${slot} is null`);
       return sql`
       left join lateral (select count(*) as n, sum(octet_length(data)) as b,

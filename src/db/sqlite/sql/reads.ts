@@ -135,7 +135,7 @@ function joinedJson(joined: readonly JoinedRelation[], now: number): JoinedJson 
   const members = joined.map((relation, index) => {
     const { name, collection, where, many } = relation;
     if (many) {
-      const { slot, rows } = pageRowRelated(relatedJson, byField, relation, now, raw('r.id'));
+      const { slot, rows } = pageRowRelated(relatedJson, byField, relation, many, now, raw('r.id'));
       apart.push(sql`${slot} is null`);
       return toManyMember(name, many, rows);
     }
