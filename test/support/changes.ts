@@ -10,7 +10,6 @@
 // reading (pause()) as a slow client does: the EventSource then reads nothing, and the server's buffer fills.
 import { EventSource } from 'eventsource';
 import { createParser } from 'eventsource-parser';
-import { Agent } from 'undici';
 import { checkResponse, checkStreamItem, type StreamItem } from './contract.ts';
 import { type FeedMessage, messageProblem } from './feed.ts';
 import { Waits } from './waits.ts';
@@ -54,12 +53,6 @@ abstract class StreamClient {
   private reading: Promise<void> = Promise.resolve();
   private release: () => void = () => {};
   protected readonly path: string;
-  /**
-   * The stream's connections' own pool, destroyed by close(). On fetch's shared pool, a stream's
-   * connection aborted by close() was followed by a new connection that sent nothing: the server took it
-   * for one under way, so a server stopped after it waited out its 10 s grace for it.
-   */
-  private readonly agent = new Agent();
 
   constructor(
     readonly url: string,
@@ -106,7 +99,7 @@ abstract class StreamClient {
     const headers = new Headers(init.headers);
     headers.set('accept', this.accept);
     for (const [name, value] of Object.entries(this.requestHeaders)) headers.set(name, value);
-    const response = await fetch(url, { ...init, headers, dispatcher: this.agent } as RequestInit);
+    const response = await fetch(url, { ...init, headers });
     this.response = response;
     this.changed();
     const { status } = response;
@@ -173,7 +166,6 @@ abstract class StreamClient {
   /** Stops reading and reconnecting, closes the stream's connections, and fails if anything the server sent was invalid. */
   close(): void {
     this.stop();
-    void this.agent.destroy();
     this.checkValid();
   }
 
