@@ -47,6 +47,24 @@ describeEachBackend('what a client may send beside its request', (backend) => {
         expect(Number(page.headers.get('content-length'))).to.equal(Buffer.byteLength(page.text));
       }
     });
+
+    it('a long answer of characters of two to four bytes: its Content-Length its bytes, HEAD its head alone', async () => {
+      const path = '/v1/collections/lettered/rows';
+      expect((await client.post('/v1/collections', { name: 'lettered' })).status).to.equal(201);
+      const texts = Array.from({ length: 200 }, (_, index) => `${index} é€😀 ${'ß'.repeat(100)}`);
+      const written = texts.map((text) => ({ text }));
+      expect((await client.post(path, written)).status).to.equal(201);
+      const page = await client.get<{ text: string }[]>(`${path}?limit=200`);
+      expect(page.status).to.equal(200);
+      expect(page.text.length).to.be.above(16 * 1024);
+      expect(page.body.map(({ text }) => text)).to.deep.equal(texts);
+      const bytes = Number(page.headers.get('content-length'));
+      expect(bytes).to.equal(Buffer.byteLength(page.text)).and.above(page.text.length);
+      const head = await client.request('HEAD', `${path}?limit=200`);
+      expect(head.status).to.equal(200);
+      expect(head.text).to.equal('');
+      expect(Number(head.headers.get('content-length'))).to.equal(bytes);
+    });
   });
 
   describe('Expect: 100-continue', () => {
