@@ -156,8 +156,7 @@ describe("a client reading a changes stream with the types of the account's Open
       const { readChanges } = (await import(pathToFileURL(join(dir, 'callers/stream.ts')).href)) as {
         readChanges: (response: Response, count: number) => Promise<{ lines: string[]; said: string[] }>;
       };
-      const read = await readChanges(response, 4);
-      const { lines, said } = read;
+      const { lines, said } = await readChanges(response, 4);
       expect(said).to.deep.equal(['insert Ada 36', 'insert Alan -', 'update Ada 36 -> 37', 'delete Alan']);
 
       const ajv = new Ajv2020({ strict: false, allErrors: true });
