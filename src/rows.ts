@@ -8,6 +8,12 @@ export type Row = components['schemas']['Row'];
 /** JSON text of a value of type T. */
 export type Json<T> = string & { readonly json?: T };
 
+/** JSON text of a value of type T as its UTF-8 bytes, as a driver hands a blob over: answered as they are. */
+export type JsonBytes<T> = Buffer & { readonly json?: T };
+
+/** The text of JSON held as text or as its bytes. */
+export const jsonText = <T>(json: Json<T> | JsonBytes<T>): Json<T> => (typeof json === 'string' ? json : json.toString());
+
 /**
  * A row's JSON text from its stored text (the fields but id, as JSON.stringify wrote them), the same
  * as JSON.stringify of the row, without parsing it. rowJsonWith() in db/engine/sql/reads.ts makes the same in SQL.

@@ -574,13 +574,13 @@ from (select * from (select r.*, row_number() over (partition by k order by case
 group by k;
 
 -- pageWithRelated(by id, asc, one to-one)
-select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
-  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = r.j0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)), 'null') || '}}', ',{"id":') as json,
+select count(*) as n, cast('[{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = r.j0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)), 'null') || '}}', ',{"id":') || ']' as blob) as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq, max(r.id) as last_id
 from (select * from (select id, data, (case when json_type(data, ?) in ('integer', 'real') then json_extract(data, ?) end) as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 
 -- pageWithRelated(by id, asc, a to-one, then a to-many by id, its limit 10)
-select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
+select count(*) as n, cast('[{"id":' || group_concat(id || case data when '{}' then '' else ',' || substr(cast(data as blob), 2, length(cast(data as blob)) - 2) end || ',"_expand":{' || ? || coalesce((select '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end from rows
   where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = r.j0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)), 'null') || ',' || (select case when n = 0 then ?
   when n > ? then ? || cast(substr(cast(g as blob), 1, length(cast(g as blob)) - b - ?) as text) || ?
   else ? || g || ']' end
@@ -588,7 +588,7 @@ from (select count(*) as n, '{"id":' || group_concat(id || case data when '{}' t
   from (select * from (select k.str, k.row_id as id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
   where rows.collection_id = (select id from collections where account_id = ? and name = ?) and k.collection_id = (select id from collections where account_id = ? and name = ?) and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) and k.rank = 1
     and k.num = r.id and (rows.expires_at is null or rows.expires_at > ?)) r
-order by str asc, id asc limit +?))) || '}}', ',{"id":') as json,
+order by str asc, id asc limit +?))) || '}}', ',{"id":') || ']' as blob) as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq, max(r.id) as last_id, (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) is null as apart
 from (select * from (select id, data, (case when json_type(data, ?) in ('integer', 'real') then json_extract(data, ?) end) as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
 

@@ -3,7 +3,7 @@ import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/open-store.ts';
 import type { AggregateResult } from '../db/reads/aggregates.ts';
 import type { Expansion } from '../db/reads/expand.ts';
-import type { RowsPage } from '../db/reads/pages.ts';
+import type { ListedPage } from '../db/reads/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
 import type { Upserted } from '../db/rows/upserts.ts';
 import { rowNotFound, validationFailed } from '../errors.ts';
@@ -16,7 +16,7 @@ import { FILTER_PARAMETER, type Filter, filterJson, holdsRelated, parseFilter, p
 import { HIGHLIGHT, orderFromBody, orderFromParameters, ordersRelated, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
 import type { Page } from '../query/page.ts';
 import { selectFields } from '../query/select.ts';
-import { EXPANDED, type Row } from '../rows.ts';
+import { EXPANDED, type Json, type JsonBytes, jsonText, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
 import { expandParameter, expansionsOf } from './expand.ts';
 import { grantIn } from './grants.ts';
@@ -98,7 +98,8 @@ export const rowHandlers: Handlers<
       scored,
     };
     const read = await store.listRows(principal.accountId, path.collection_name, page);
-    const json = grant ? grant.maskVersionedRows(read.json) : read.json;
+    const rows = jsonText(read.json);
+    const json = grant ? grant.maskVersionedRows(rows) : rows;
     const headers: Record<string, string> = { 'Rowbase-Seq': String(read.seq) };
     if (read.total !== undefined) headers['Rowbase-Total-Count'] = String(read.total);
     return { status: 200, body: select === undefined ? json : selectFields(json, select, true, read), headers };
@@ -130,8 +131,8 @@ export const rowHandlers: Handlers<
     const totalMember = total === undefined ? '' : `,"total":${total}`;
     return {
       status: 200,
-      // The page's rows are JSON text already: placed in the answer as they are.
-      body: `{"rows":${json},"next":${JSON.stringify(next)}${totalMember}}`,
+      // The page's rows are JSON text (or its bytes) already: placed in the answer as they are.
+      body: rowsAnswer(json, `,"next":${JSON.stringify(next)}${totalMember}}`),
       contentType: 'application/json',
       headers: { 'Rowbase-Seq': String(seq) },
     };
@@ -280,7 +281,7 @@ async function expandedRow(
     filter: grant ? grant.scope(byId, 'read') : byId,
     versions: true,
   };
-  const [found] = JSON.parse((await store.listRows(principal.accountId, collection, page, expansions)).json) as {
+  const [found] = JSON.parse(jsonText((await store.listRows(principal.accountId, collection, page, expansions)).json)) as {
     etag: string;
     row: Row;
   }[];
@@ -315,6 +316,13 @@ function answerAggregates({ groups, seq, truncated }: AggregateResult): Result {
 /** A page's rows when a query leaves `limit` out (openapi.yaml, Limit and RowQuery). */
 const DEFAULT_LIMIT = 100;
 
+/** queryRows's answer: `{"rows":` a page's rows (their text or their bytes), then `rest`. */
+function rowsAnswer(json: Json<Row[]> | JsonBytes<Row[]>, rest: string): string | Buffer {
+  return typeof json === 'string' ? `{"rows":${json}${rest}` : Buffer.concat([ROWS_MEMBER, json, Buffer.from(rest)]);
+}
+
+const ROWS_MEMBER = Buffer.from('{"rows":');
+
 /**
  * A page of rows as `scope` and `page` ask, with only the selected fields, and the cursor of the next
  * page when its rows fill the limit (null otherwise): the place after its last row.
@@ -326,16 +334,18 @@ async function readRows(
   page: Page,
   grant: Grant | undefined,
   expansions?: readonly Expansion[],
-): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
+): Promise<Omit<ListedPage, 'n'> & { next: string | null }> {
   const read = await store.listRows(principal.accountId, scope.collection, page, expansions);
   const { n, seq, total } = read;
   const next =
     n > 0 && n === page.limit
-      ? makeCursor(scope, placeOf(read.last === undefined ? lastRow(read.json) : JSON.parse(read.last), read, page.order))
+      ? makeCursor(scope, placeOf(read.last === undefined ? lastRow(jsonText(read.json)) : JSON.parse(read.last), read, page.order))
       : null;
-  const json = grant ? grant.maskRows(read.json) : read.json;
   // The expanded rows stay whatever fields are selected.
   const select = scope.select && expansions ? [...scope.select, EXPANDED] : scope.select;
+  // A page's bytes (ListedPage) are answered as they are; a mask or a selection reads its text.
+  if (!grant && !select) return { json: read.json, seq, total, next };
+  const json = grant ? grant.maskRows(jsonText(read.json)) : jsonText(read.json);
   return { json: select ? selectFields(json, select, false, read) : json, seq, total, next };
 }
 
@@ -344,7 +354,7 @@ async function readRows(
  * its values of the order's keys through relations (`author.name`; RowsPage.related) under the keys'
  * names, none where it has none.
  */
-function placeOf(row: Record<string, unknown>, { scores, related }: RowsPage, order: readonly SortKey[]): Record<string, unknown> {
+function placeOf(row: Record<string, unknown>, { scores, related }: ListedPage, order: readonly SortKey[]): Record<string, unknown> {
   const place = scores ? { ...row, [SCORE]: scores.at(-1) } : row;
   if (!ordersRelated(order)) return place;
   const values = { ...place };

@@ -73,6 +73,29 @@ describeEachBackend('expand', (backend) => {
     expect(page.body.some((post) => (post._expand as { author: unknown }).author === null)).to.equal(true);
   });
 
+  it('answers a query of such a page with its count and cursor, and a page of it with its fields selected', async () => {
+    // Read by one statement (on SQLite, the page's bytes as the database made them), placed in a query's answer or cut to a selection.
+    const query = await client.post<{ rows: Row[]; next: string | null; total: number }>('/v1/collections/posts/query', {
+      limit: 20,
+      count: 'exact',
+      expand: { author: {}, comments: {} },
+    });
+    expect(query.status, JSON.stringify(query.body)).to.equal(200);
+    expect(query.body.rows).to.deep.equal(posts.slice(0, 20).map(expandedPost));
+    expect(query.body.total).to.equal(posts.length);
+    const rest = await client.post<{ rows: Row[] }>('/v1/collections/posts/query', {
+      limit: 20,
+      after: query.body.next,
+      expand: { author: {}, comments: {} },
+    });
+    expect(rest.body.rows).to.deep.equal(posts.slice(20, 40).map(expandedPost));
+    const selected = await client.get<Row[]>('/v1/collections/posts/rows?expand=author,comments&limit=5&select=title');
+    expect(selected.status).to.equal(200);
+    expect(selected.body).to.deep.equal(
+      posts.slice(0, 5).map((post) => ({ id: post.id, title: post.title, _expand: expandedPost(post)._expand })),
+    );
+  });
+
   it('follows cursors with the same expansions, page after page', async () => {
     const seen: Row[] = [];
     let url: string | undefined = '/v1/collections/posts/rows?expand=author,comments&limit=35';

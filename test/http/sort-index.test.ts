@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { openStore } from '../../src/db/open-store.ts';
+import { jsonText } from '../../src/rows.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -225,7 +226,7 @@ describeEachBackend('sort indexes', (backend) => {
           offset: 0,
           order: [{ field, direction: order }],
         });
-        return (JSON.parse(json) as Row[]).map((row) => row.id);
+        return (JSON.parse(jsonText(json)) as Row[]).map((row) => row.id);
       };
       for (const field of indexed) await page(field, 'asc');
       const inserted = await client.post<Row[]>(path(name), rows);

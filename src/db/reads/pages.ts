@@ -7,7 +7,7 @@ import type { Position } from '../../query/cursor.ts';
 import { type Filter, rankedSearch, without } from '../../query/filter.ts';
 import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/order.ts';
 import type { Relevance } from '../../query/select.ts';
-import { EXPANDED, type Json, type Row } from '../../rows.ts';
+import { EXPANDED, type Json, type JsonBytes, type Row } from '../../rows.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { pairSlot, type SortedEntry } from '../engine/sorted.ts';
@@ -24,8 +24,8 @@ import { type IndexedField, indexedFields, oneValue } from './filter-indexes.ts'
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
  * `since=seq` brings every later change and none the page already shows.
  */
-export type RowsPage = {
-  json: Json<Row[]>;
+export type RowsPage<J = Json<Row[]>> = {
+  json: J;
   n: number;
   seq: number;
   total?: number;
@@ -42,6 +42,12 @@ export type RowsPage = {
 } & Relevance;
 
 /**
+ * A page as a list of rows answers it (readPageWithRelated, ./related.ts): its rows' JSON text, or the
+ * UTF-8 bytes of it as the dialect's statement answered them, which are answered as they are.
+ */
+export type ListedPage = RowsPage<Json<Row[]> | JsonBytes<Row[]>>;
+
+/**
  * What a page's statement answers, in one row: how many rows, their JSON texts joined by commas (null
  * for none; on PostgreSQL also null when they weigh more than a page may), the collection's latest event
  * seq in the same snapshot (null when the collection is gone), and on PostgreSQL whether the sort
@@ -55,9 +61,16 @@ type PagePart = {
   total?: number | string;
   /** A scored page's scores, in its order, joined by commas (JSON numbers' text). */
   scores?: string | null;
-  /** A page with its related rows (pageWithRelated): a to-many's collection has no sort index of its field. */
+};
+
+/**
+ * What a page with its related rows answers (PageSource.pageWithRelated): PagePart's, its rows' JSON
+ * texts joined by commas, or the whole JSON array of them as its UTF-8 bytes (a blob: SQLite's); whether a
+ * to-many's collection has no sort index of its field (`apart`); its last row's id.
+ */
+type RelatedPagePart = Omit<PagePart, 'json'> & {
+  json: string | Buffer | null;
   apart?: number | boolean | null;
-  /** A page with its related rows (pageWithRelated): its last row's id. */
   last_id?: number | string | null;
 };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
@@ -98,15 +111,18 @@ export async function readPageWithRelated(
   collection: string,
   page: LivePage,
   joined: readonly JoinedRelation[],
-): Promise<RowsPage | undefined> {
+): Promise<ListedPage | undefined> {
   if (!source.pageWithRelated) return undefined;
   const { sql, params } = source.pageWithRelated(byName(accountId, collection), page, joined);
   // A count reads the whole collection, as a page sorted whole does; a to-many's rows, hundreds, are
   // read as an expansion's statement reads them.
   const kind = page.count ? 'sort' : joined.some((relation) => relation.many) ? 'related' : 'scan';
-  const [part] = await source.read<PagePart>(sql, params, kind);
+  const [part] = await source.read<RelatedPagePart>(sql, params, kind);
   if (part.apart) return undefined;
-  const answer = wholeAnswer(part, collection, page);
+  const { json } = part;
+  const answer = Buffer.isBuffer(json)
+    ? wholeOf({ json, n: Number(part.n), seq: partSeq(part) }, part, collection, page)
+    : wholeAnswer({ ...part, json }, collection, page);
   if (storesExpanded(answer)) return undefined;
   // Its order is by id alone: the id is all of its last row its cursor's place reads (RowsPage.last).
   return part.last_id === null || part.last_id === undefined ? answer : { ...answer, last: `{"id":${Number(part.last_id)}}` };
@@ -118,7 +134,7 @@ export async function readPageWithRelated(
  * name itself, which a search of the text cannot tell apart (the quotes of a string within a string are
  * escaped). A stored field of that name would be answered beside the expansions, or as one.
  */
-function storesExpanded({ json, n }: RowsPage): boolean {
+function storesExpanded({ json, n }: ListedPage): boolean {
   const name = `"${EXPANDED}"`;
   let found = 0;
   for (let at = json.indexOf(name); at >= 0; at = json.indexOf(name, at + name.length)) if (++found > n) return true;
@@ -127,7 +143,16 @@ function storesExpanded({ json, n }: RowsPage): boolean {
 
 /** The answer of a page sorted whole from its statement's one row (with its total when counted); 404 when the collection does not exist. */
 function wholeAnswer(part: PagePart, collection: string, page: LivePage): RowsPage {
-  const { json, n, seq } = joinParts([part]);
+  return wholeOf(joinParts([part]), part, collection, page);
+}
+
+/** A page's rows (`json`, `n`) and `seq` as wholeAnswer() answers them, with its total from `part` when counted. */
+function wholeOf<J>(
+  { json, n, seq }: { json: J; n: number; seq: number | null },
+  part: Pick<PagePart, 'total'>,
+  collection: string,
+  page: LivePage,
+): RowsPage<J> {
   if (seq === null) throw collectionNotFound(collection);
   return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
 }
@@ -572,11 +597,14 @@ function joinParts(parts: PagePart[]): Joined {
   // No text for rows that are there: PostgreSQL found them longer than a page may be.
   if (parts.some((part) => part.json === null && Number(part.n) > 0)) throw pageTooLarge();
   const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
-  const seq = parts[0].seq === null ? null : Number(parts[0].seq);
+  const seq = partSeq(parts[0]);
   let n = 0;
   for (const part of parts) n += Number(part.n);
   return { json: `[${texts.join(',')}]`, n, seq, exact: parts[0].exact !== false };
 }
+
+/** A statement's seq as a number; null when the collection is gone. */
+const partSeq = ({ seq }: Pick<PagePart, 'seq'>): number | null => (seq === null ? null : Number(seq));
 
 /** Whether a filter holds for every row: an `$and` of nothing (what without() leaves of a search alone). */
 const holdsForEveryRow = (filter: Filter): boolean => filter.kind === 'and' && filter.filters.every(holdsForEveryRow);

@@ -19,7 +19,7 @@ import { type Binding, boundAlone, learnRelations } from '../relations/bound.ts'
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, readAggregates } from './aggregates.ts';
 import { type Expansion, expandPage, PageMoved } from './expand.ts';
-import { guardedPage, type RowsPage, readPage, readPageWithRelated } from './pages.ts';
+import { guardedPage, type ListedPage, type RowsPage, readPage, readPageWithRelated } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -38,7 +38,7 @@ export async function readRelatedPage(
   collection: string,
   page: LivePage,
   expansions: readonly Expansion[] | undefined,
-): Promise<RowsPage> {
+): Promise<ListedPage> {
   const expanding = expansions !== undefined && expansions.length > 0;
   const ordered = ordersRelated(page.order);
   const throughRelations = page.filter !== undefined && holdsRelated(page.filter);
@@ -101,7 +101,7 @@ async function expandedAlone(
   collection: string,
   page: LivePage,
   expansions: readonly Expansion[],
-): Promise<RowsPage | undefined> {
+): Promise<ListedPage | undefined> {
   const relations = joinedInPage(source, accountId, page, expansions);
   const joined = relations && (await readPageWithRelated(source, accountId, collection, page, relations));
   if (joined) return joined;

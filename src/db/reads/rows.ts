@@ -14,7 +14,7 @@ import { type SortedEntry, slotsOfIndex } from '../engine/sorted.ts';
 import { noSuchRow, pageTooLarge, type VersionedRow } from '../rows/rows.ts';
 import type { AggregateResult } from './aggregates.ts';
 import type { Expansion } from './expand.ts';
-import type { RowsPage } from './pages.ts';
+import type { ListedPage } from './pages.ts';
 import { readRelatedAggregates, readRelatedPage } from './related.ts';
 
 /**
@@ -48,7 +48,7 @@ export async function listRows(
   collection: string,
   page: Page,
   expansions?: readonly Expansion[],
-): Promise<RowsPage> {
+): Promise<ListedPage> {
   try {
     return await readRelatedPage(db.pages, db.schemas, accountId, collection, { ...page, now: expiryNow() }, expansions);
   } catch (error) {

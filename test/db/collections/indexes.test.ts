@@ -3,6 +3,7 @@
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import type { ApiError } from '../../../src/errors.ts';
+import { jsonText } from '../../../src/rows.ts';
 import { createDatabase, describeEachBackend, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 import { pollUntil } from '../../support/process.ts';
 
@@ -102,7 +103,9 @@ describeEachBackend('unique indexes', (backend) => {
     expect(await refusal(rows('b', 1.0))).to.deep.equal(['unique_violation', 2]);
     expect(await refusal(rows('c', 'b', 'c'))).to.deep.equal(['unique_violation', 10]);
     expect(
-      JSON.parse((await store.listRows(accountId, 'imported', { limit: 10, offset: 0, order: [{ field: 'id', direction: 'asc' }] })).json),
+      JSON.parse(
+        jsonText((await store.listRows(accountId, 'imported', { limit: 10, offset: 0, order: [{ field: 'id', direction: 'asc' }] })).json),
+      ),
     ).to.have.length(2);
     await store.importRows(accountId, 'imported', rows('b', 'c'), 0);
     expect(await refusal([{ id: 20, text: '{"email":"c"}' }])).to.deep.equal(['unique_violation', 11]);

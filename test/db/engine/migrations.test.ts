@@ -9,6 +9,7 @@ import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
 import { keyColumns } from '../../../src/db/postgres/sql/collections.ts';
 import { sqliteSchema } from '../../../src/db/sqlite/migrations.ts';
+import { jsonText } from '../../../src/rows.ts';
 import { createDatabase, describeEachBackend, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
 import { Client } from '../../support/client.ts';
 import { FeedClient, type FeedMessage } from '../../support/feed.ts';
@@ -31,7 +32,7 @@ describe('migrations on PostgreSQL', () => {
   const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, order: [{ field, direction: order }] });
   /** The rows of `collection`'s page by `field`, all of them. */
   const rowsOf = async (accountId: number, collection: string, field: string, order: 'asc' | 'desc' = 'asc') =>
-    JSON.parse((await store.listRows(accountId, collection, page(field, order))).json) as Row[];
+    JSON.parse(jsonText((await store.listRows(accountId, collection, page(field, order))).json)) as Row[];
   /** The ids of `collection`'s page by `field`, both ways. */
   const idsBothWays = (accountId: number, collection: string, field: string) =>
     Promise.all((['asc', 'desc'] as const).map(async (order) => (await rowsOf(accountId, collection, field, order)).map((row) => row.id)));
