@@ -16,7 +16,7 @@ import { FILTER_PARAMETER, type Filter, filterJson, holdsRelated, parseFilter, p
 import { HIGHLIGHT, orderFromBody, orderFromParameters, ordersRelated, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
 import type { Page } from '../query/page.ts';
 import { selectFields } from '../query/select.ts';
-import { EXPANDED, type Json, type JsonBytes, jsonText, type Row } from '../rows.ts';
+import { EXPANDED, jsonText, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
 import { expandParameter, expansionsOf } from './expand.ts';
 import { grantIn } from './grants.ts';
@@ -317,7 +317,7 @@ function answerAggregates({ groups, seq, truncated }: AggregateResult): Result {
 const DEFAULT_LIMIT = 100;
 
 /** queryRows's answer: `{"rows":` a page's rows (their text or their bytes), then `rest`. */
-function rowsAnswer(json: Json<Row[]> | JsonBytes<Row[]>, rest: string): string | Buffer {
+function rowsAnswer(json: ListedPage['json'], rest: string): string | Buffer {
   return typeof json === 'string' ? `{"rows":${json}${rest}` : Buffer.concat([ROWS_MEMBER, json, Buffer.from(rest)]);
 }
 
@@ -345,7 +345,8 @@ async function readRows(
   const select = scope.select && expansions ? [...scope.select, EXPANDED] : scope.select;
   // A page's bytes (ListedPage) are answered as they are; a mask or a selection reads its text.
   if (!grant && !select) return { json: read.json, seq, total, next };
-  const json = grant ? grant.maskRows(jsonText(read.json)) : jsonText(read.json);
+  const text = jsonText(read.json);
+  const json = grant ? grant.maskRows(text) : text;
   return { json: select ? selectFields(json, select, false, read) : json, seq, total, next };
 }
 
