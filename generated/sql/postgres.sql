@@ -679,7 +679,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 group by k;
 
 -- pageWithRelated(by id, asc, one to-one)
-select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(t0.b), 0) <= 16777216 then string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || '}}', ',' order by id asc) end as json,
+select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(t0.b), 0) <= 16777216 then '[' || string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || '}}', ',' order by id asc) || ']' end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq, max(r.id) as last_id
   from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit 50) cut limit ? offset ?) r
   cross join lateral (select 1, case when jsonb_typeof((j -> ?::text)) = 'number' then case when ((j -> ?::text))::numeric between 1 and 9007199254740991 and ((j -> ?::text))::numeric % 1 = 0 then ((j -> ?::text))::numeric::bigint end end as t0 from (select case when strpos(r.data, '\') = 0 and strpos(r.data, chr(55295)) = 0 then r.data::jsonb
@@ -689,7 +689,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = d.t0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) t0 on true;
 
 -- pageWithRelated(by id, asc, a to-one, then a to-many by id, its limit 10)
-select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(t0.b), 0) + coalesce(sum(t1.b), 0) <= 16777216 then string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || ',' || ? || coalesce(t1.json, '') || ']' || case when t1.n > ? then ? else '' end || '}}', ',' order by id asc) end as json,
+select count(*) as n, case when sum(octet_length(r.data)) + coalesce(sum(t0.b), 0) + coalesce(sum(t1.b), 0) <= 16777216 then '[' || string_agg('{"id":' || r.id || case r.data when '{}' then '' else ',' || left(right(r.data, -1), -1) end || ',"_expand":{' || ? || coalesce(t0.json, 'null') || ',' || ? || coalesce(t1.json, '') || ']' || case when t1.n > ? then ? else '' end || '}}', ',' order by id asc) || ']' end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq, max(r.id) as last_id, (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
     where c.id = (select id from collections where account_id = ? and name = ?) and e.f = ?) is null as apart
   from (select * from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit 50) cut limit ? offset ?) r

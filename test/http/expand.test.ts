@@ -96,6 +96,33 @@ describeEachBackend('expand', (backend) => {
     );
   });
 
+  it('answers a long page with its related rows whole, in characters of every UTF-8 length, and to HEAD its length alone', async () => {
+    // Read by one statement, answered as the text or the bytes it made: a length in characters would be short.
+    const text = 'aé€😀'.repeat(100);
+    for (const name of ['letters', 'replies']) expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    const letters = Array.from({ length: 20 }, (_, n) => ({ text, n }));
+    const replies = Array.from({ length: 60 }, (_, n) => ({ letter_id: 1 + (n % 20), text }));
+    expect((await client.post('/v1/collections/letters/rows', letters)).status).to.equal(201);
+    expect((await client.post('/v1/collections/replies/rows', replies)).status).to.equal(201);
+    const relation = { field: 'letter_id', collection: 'letters', reverse: 'replies' };
+    expect((await client.put('/v1/collections/replies/relations/letter', relation)).status).to.equal(200);
+    const path = '/v1/collections/letters/rows?expand=replies&limit=20';
+    const page = await client.get<Row[]>(path);
+    expect(page.status).to.equal(200);
+    expect(page.body).to.deep.equal(
+      letters.map((letter, i) => {
+        const own = replies.flatMap((reply, j) => (reply.letter_id === i + 1 ? [{ id: j + 1, ...reply }] : []));
+        return { id: i + 1, ...letter, _expand: { replies: own } };
+      }),
+    );
+    const length = page.headers.get('content-length');
+    expect(Number(length))
+      .to.equal(Buffer.byteLength(page.text))
+      .and.above(64 * 1024);
+    const head = await client.request('HEAD', path);
+    expect([head.status, head.headers.get('content-length'), head.text]).to.deep.equal([200, length, '']);
+  });
+
   it('follows cursors with the same expansions, page after page', async () => {
     const seen: Row[] = [];
     let url: string | undefined = '/v1/collections/posts/rows?expand=author,comments&limit=35';

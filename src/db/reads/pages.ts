@@ -64,9 +64,10 @@ type PagePart = {
 };
 
 /**
- * What a page with its related rows answers (PageSource.pageWithRelated): PagePart's, its rows' JSON
- * texts joined by commas, or the whole JSON array of them as its UTF-8 bytes (a blob: SQLite's); whether a
- * to-many's collection has no sort index of its field (`apart`); its last row's id.
+ * What a page with its related rows answers (PageSource.pageWithRelated): PagePart's, but its `json` the
+ * whole JSON array of its rows, as text or as its UTF-8 bytes (a blob: SQLite's), null when it has no rows
+ * or they are longer than a page may be; whether a to-many's collection has no sort index of its field
+ * (`apart`); its last row's id.
  */
 type RelatedPagePart = Omit<PagePart, 'json'> & {
   json: string | Buffer | null;
@@ -120,9 +121,11 @@ export async function readPageWithRelated(
   const [part] = await source.read<RelatedPagePart>(sql, params, kind);
   if (part.apart) return undefined;
   const { json } = part;
-  const answer = Buffer.isBuffer(json)
-    ? wholeOf({ json, n: Number(part.n), seq: partSeq(part) }, part, collection, page)
-    : wholeAnswer({ ...part, json }, collection, page);
+  // The statement's own text or bytes, answered as they are: nothing joined to them in Node.
+  const answer =
+    json === null
+      ? wholeAnswer({ ...part, json: null }, collection, page)
+      : wholeOf({ json, n: Number(part.n), seq: partSeq(part) }, part, collection, page);
   if (storesExpanded(answer)) return undefined;
   // Its order is by id alone: the id is all of its last row its cursor's place reads (RowsPage.last).
   return part.last_id === null || part.last_id === undefined ? answer : { ...answer, last: `{"id":${Number(part.last_id)}}` };
@@ -135,11 +138,18 @@ export async function readPageWithRelated(
  * escaped). A stored field of that name would be answered beside the expansions, or as one.
  */
 function storesExpanded({ json, n }: ListedPage): boolean {
-  const name = `"${EXPANDED}"`;
+  // Found by its end, whose first character JSON seldom holds (a quote it holds everywhere), then its quote.
+  const end = `${EXPANDED}"`;
   let found = 0;
-  for (let at = json.indexOf(name); at >= 0; at = json.indexOf(name, at + name.length)) if (++found > n) return true;
+  for (let at = json.indexOf(end, 1); at >= 0; at = json.indexOf(end, at + end.length))
+    if (codeAt(json, at - 1) === QUOTE && ++found > n) return true;
   return false;
 }
+
+const QUOTE = 0x22;
+
+/** The character code, or byte, at `at` of a JSON text or its bytes. */
+const codeAt = (json: string | Buffer, at: number): number => (typeof json === 'string' ? json.charCodeAt(at) : json[at]);
 
 /** The answer of a page sorted whole from its statement's one row (with its total when counted); 404 when the collection does not exist. */
 function wholeAnswer(part: PagePart, collection: string, page: LivePage): RowsPage {

@@ -259,7 +259,8 @@ const liveScores = (collection: CollectionRef, now: number): Sql =>
  * A page's rows joined with each one's related rows set in (PageSource.pageWithRelated): the
  * `columns` the page's rows read beside `id` and `data` (after a comma: the relation fields' values),
  * `joins`, what the page's rows, cut to the page (`r`), are joined with (each beginning with its join),
- * `rows`, the rows' JSON texts in `order` as PagePart's `json`, each with its member EXPANDED.
+ * `rows`, the whole JSON array of the rows in `order`, each with its member EXPANDED (null when there
+ * are none), as PagePart's `json`.
  */
 export interface JoinedJson {
   columns: Sql;

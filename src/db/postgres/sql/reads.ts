@@ -105,8 +105,9 @@ const pageCut: PageCut = {
  * a whole number from 1 to MAX_ID (../../reads/expand.ts reads ids so); each related row is looked up by its
  * primary key (LEFT JOIN LATERAL); a to-many's rows of the row's id by a LATERAL subquery, their limit and
  * one more counted and joined but the last. A row's text is its own without its closing brace, then its
- * member EXPANDED. Null text beside a count above 0 when the rows and related rows add up to more than
- * MAX_PAGE_BYTES.
+ * member EXPANDED; the page's text is the whole JSON array of them, answered as it is (no string joined to
+ * it in Node, which would copy it). Null text beside a count above 0 when the rows and related rows add up
+ * to more than MAX_PAGE_BYTES.
  */
 export const pageWithRelated: NonNullable<PageSource['pageWithRelated']> = (collection, page, joined) =>
   wholePage(pageJson, byField, collection, page, undefined, undefined, joinedJson(joined, page.now));
@@ -148,7 +149,7 @@ function joinedJson(joined: readonly JoinedRelation[], now: number): JoinedJson 
     joins: sql`${read}${joinSql(related, '')}`,
     apart: apart.length > 0 ? joinSql(apart, ' or ') : undefined,
     rows: (order) =>
-      sql`case when sum(octet_length(r.data))${joinSql(bytes, '')} <= ${raw(String(MAX_PAGE_BYTES))} then string_agg(${row}, ',' order by ${raw(order)}) end`,
+      sql`case when sum(octet_length(r.data))${joinSql(bytes, '')} <= ${raw(String(MAX_PAGE_BYTES))} then '[' || string_agg(${row}, ',' order by ${raw(order)}) || ']' end`,
   };
 }
 
