@@ -37,9 +37,10 @@ export class Pruner extends Passes {
   private async prune(): Promise<number> {
     let deleted = 0;
     for (let after = 0; ; ) {
-      const collections = await this.store.collectionsAfter(after, COLLECTIONS_PER_PAGE);
+      const collections = await this.store.collectionsAfter(after, COLLECTIONS_PER_PAGE, this.policy);
       if (collections.length === 0) break;
-      for (const { id, lastSeq } of collections) {
+      for (const { id, lastSeq, past } of collections) {
+        if (!past) continue;
         for (;;) {
           if (this.stopped) return deleted;
           const batch = await this.store.pruneEventBatch(id, lastSeq, this.policy);

@@ -187,7 +187,10 @@ on conflict (account_id, key) do update set request_hash = excluded.request_hash
 returning account_id;
 
 -- collectionsAfterSql
-select id, last_seq from collections where id > ? order by id limit ?;
+select id, last_seq,
+(select seq from events where collection_id = collections.id order by seq limit 1) as oldest_seq,
+(select at from events where collection_id = collections.id order by seq limit 1) as oldest_at
+from collections where id > ? order by id limit ?;
 
 -- oldestEventsSql
 select seq, at from events where collection_id = ? order by seq limit ?;

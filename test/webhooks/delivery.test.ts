@@ -191,7 +191,8 @@ describeEachBackend('webhook deliveries', (backend) => {
     await client.patch(`/v1/webhooks/${hook.id}`, { enabled: false });
     await client.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }, { n: 3 }]);
     const { id } = await collectionOf(client);
-    // Retention of one event: all but the latest would go, were they not owed.
+    // Retention of one event: all but the latest would go, were they not owed, by count or by age.
+    expect(await server.store.pruneEventBatch(id, 3, { keepCount: 1, keepMs: 60_000, batchSize: 100 })).to.equal(0);
     expect(await server.store.pruneEventBatch(id, 3, { keepCount: 1, keepMs: 0, batchSize: 100 })).to.equal(0);
     await client.patch(`/v1/webhooks/${hook.id}`, { enabled: true });
     await receiver.waitFor(3);
@@ -203,7 +204,9 @@ describeEachBackend('webhook deliveries', (backend) => {
     await client.patch(`/v1/webhooks/${hook.id}`, { enabled: false });
     await client.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }]);
     const { id } = await collectionOf(client);
-    expect(await server.store.pruneEventBatch(id, 5, { keepCount: 1, keepMs: 0, batchSize: 100, webhookBacklog: 2 })).to.equal(3);
+    // By count, a batch of two; then by age the rest of what is past the backlog.
+    expect(await server.store.pruneEventBatch(id, 5, { keepCount: 1, keepMs: 60_000, batchSize: 2, webhookBacklog: 2 })).to.equal(2);
+    expect(await server.store.pruneEventBatch(id, 5, { keepCount: 1, keepMs: 0, batchSize: 100, webhookBacklog: 2 })).to.equal(1);
     await client.patch(`/v1/webhooks/${hook.id}`, { enabled: true });
     await receiver.waitFor(2);
     expect(receiver.messages.map(({ seq }) => seq)).to.deep.equal([4, 5]);

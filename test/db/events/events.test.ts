@@ -167,6 +167,26 @@ describeEachBackend('events (data layer)', (backend) => {
       expect((await server.store.feedStart(accountId, 'counted')).resumableFrom).to.equal(7);
     });
 
+    it('tells a pass which collections have events past retention, by count or by age', async () => {
+      const idOf = async (name: string, rows: number) => {
+        await client.post('/v1/collections', { name });
+        if (rows > 0)
+          await client.post(
+            `/v1/collections/${name}/rows`,
+            Array.from({ length: rows }, (_, n) => ({ n })),
+          );
+        return (await server.store.feedStart(accountId, name)).collectionId;
+      };
+      const ids = [await idOf('within', 2), await idOf('beyond', 6), await idOf('eventless', 0)];
+      const policy = { keepCount: 5, keepMs: 60_000, batchSize: 100 };
+      const past = async (now?: number) => {
+        const page = await server.store.collectionsAfter(ids[0] - 1, 1000, policy, now);
+        return ids.map((id) => page.find((collection) => collection.id === id)?.past);
+      };
+      expect(await past()).to.deep.equal([false, true, false]);
+      expect(await past(Date.now() + 61_000)).to.deep.equal([true, true, false]);
+    });
+
     it('prunes events older than the age limit, whatever the count', async () => {
       await client.post('/v1/collections', { name: 'aged' });
       await client.post('/v1/collections/aged/rows', [{ n: 1 }, { n: 2 }]);

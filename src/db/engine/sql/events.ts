@@ -17,6 +17,10 @@ export const eventSizesSql = `select seq, length(row) + coalesce(length(previous
 export const eventsSql =
   'select seq, type, row, previous, at, reason from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
 
-export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
+/** A page of collections after the id `?`, `?` of them, each with its latest seq and its oldest event's seq and time (or nulls). */
+export const collectionsAfterSql = `select id, last_seq,
+  (select seq from events where collection_id = collections.id order by seq limit 1) as oldest_seq,
+  (select at from events where collection_id = collections.id order by seq limit 1) as oldest_at
+  from collections where id > ? order by id limit ?`;
 export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';
 export const pruneEventsSql = 'delete from events where collection_id = ? and seq <= ?';
