@@ -136,7 +136,7 @@ const schedule: Step[] = [
   ...afterMemory('list'),
   { workload: 'list-app', ratioTo: 'baseline-memory' },
   // list-deep and the driver's one-row INSERTs are reported, not judged: once a run, in the last round,
-  // which keeps the full run under ten minutes (with settle()'s waits, three rounds of both took it to 621 s).
+  // as three rounds of both, with settle()'s waits, made the full run minutes longer.
   ...afterMemory('list-deep').map((step) => ({ ...step, lastRoundOnly: true })),
   // A cursor walk's hundredth page right after its first, both taken to the same (a).
   ...afterMemory('cursor-page-1'),
