@@ -37,19 +37,18 @@ export async function collectionsAfter(
   type Row = { id: number | string; last_seq: number | string; oldest_seq: number | string | null; oldest_at: string | null };
   const rows = await query<Row>(collectionsAfterSql, [afterId, limit]);
   const cutoff = cutoffOf(policy, now);
-  return rows.map((row) => {
-    const lastSeq = Number(row.last_seq);
-    const oldest = row.oldest_seq === null ? undefined : { seq: row.oldest_seq, at: row.oldest_at ?? '' };
-    return { id: Number(row.id), lastSeq, past: oldest !== undefined && isPast(oldest, lastSeq, policy, cutoff) };
+  return rows.map(({ id, last_seq, oldest_seq, oldest_at }) => {
+    const lastSeq = Number(last_seq);
+    const past = oldest_seq !== null && oldest_at !== null && isPast({ seq: oldest_seq, at: oldest_at }, lastSeq, policy, cutoff);
+    return { id: Number(id), lastSeq, past };
   });
 }
 
 /**
  * Deletes the longest run of the collection's oldest events (at most `batchSize`) that are past
  * retention, and returns how many went; fewer than `batchSize` means the collection is done. Its oldest
- * event read first, so that a pass over collections within their retention reads one event of each; past
- * by count alone, the run ends at a seq reckoned from it (what is retained runs without a gap); past by
- * age, the oldest events are read to find where it ends.
+ * event is read first: past by count alone, the run ends at a seq reckoned from it (what is retained runs
+ * without a gap); past by age, the oldest events are read to find where it ends.
  */
 export async function pruneEventBatch(
   { query }: Dialect,
