@@ -67,6 +67,9 @@ describeEachBackend('rows', (backend) => {
       const { id } = await server.store.knex('collections').where({ name }).first('id');
       const events = await server.store.readEvents(Number(id), { after: 0, limit: 100 });
       expect(events.map((event) => event.row)).to.deep.equal(expected);
+      // Stored as JSON.stringify wrote each row, byte for byte (a patch sets fields in that text).
+      const stored = await server.store.knex('rows').where({ collection_id: id }).orderBy('id').select('data');
+      expect(stored.map((row) => row.data)).to.deep.equal(items.map((item) => JSON.stringify(item)));
     });
 
     it('reads numbers as IEEE 754 doubles: past their precision rounded, too small for one 0', async () => {
