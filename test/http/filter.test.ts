@@ -9,6 +9,7 @@ import { matches } from '../../src/query/evaluate.ts';
 import { parseFilter } from '../../src/query/filter.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
+import { filters } from '../support/filters.ts';
 import { type OrderKey, sortRows } from '../support/order.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -25,27 +26,12 @@ const rows: Record<string, unknown>[] = Array.from({ length: 60 }, (_, n) => {
   return row;
 });
 
-const field = fc.constantFrom('n', 'status', 'score', 'owner.name', 'owner.tags', 'tags', 'flag', 'a\\.b', 'id', 'missing');
-const scalar = fc.oneof(fc.constantFrom(...statuses), fc.integer({ min: -2, max: 61 }), fc.constantFrom(0.5, 1.5, 10.5, null, true, false));
-const operand = fc.oneof({ weight: 4, arbitrary: scalar }, fc.constantFrom(['a', 1, { k: 1 }], { k: 2 }, ['a', 0, { k: 0 }]));
-const condition = fc.oneof(
-  operand,
-  fc.record({ $ne: operand }),
-  fc.record({ $gt: scalar.filter((value) => value !== null) }),
-  fc.record({ $lte: scalar.filter((value) => value !== null) }),
-  fc.record({ $in: fc.array(operand, { maxLength: 3 }) }),
-  fc.record({ $nin: fc.array(operand, { maxLength: 3 }) }),
-  fc.record({ $exists: fc.boolean() }),
-  fc.record({ $prefix: fc.constantFrom('o', 'op', 'O', '') }),
-  fc.record({ $contains: operand }),
-);
-const leaf = fc.tuple(field, condition).map(([name, value]) => ({ [name]: value }));
-const filter = fc.oneof(
-  { weight: 3, arbitrary: leaf },
-  fc.array(leaf, { minLength: 1, maxLength: 3 }).map(($or) => ({ $or })),
-  fc.array(leaf, { minLength: 1, maxLength: 3 }).map(($and) => ({ $and })),
-  leaf.map(($not) => ({ $not })),
-);
+const filter = filters({
+  field: fc.constantFrom('n', 'status', 'score', 'owner.name', 'owner.tags', 'tags', 'flag', 'a\\.b', 'id', 'missing'),
+  scalar: fc.oneof(fc.constantFrom(...statuses), fc.integer({ min: -2, max: 61 }), fc.constantFrom(0.5, 1.5, 10.5, null, true, false)),
+  composites: [['a', 1, { k: 1 }], { k: 2 }, ['a', 0, { k: 0 }]],
+  prefixes: ['o', 'op', 'O', ''],
+});
 
 const orderKey = fc.record({
   field: fc.constantFrom('n', 'status', 'score', 'owner', 'tags', 'flag', 'a.b', 'missing', 'id'),

@@ -1,0 +1,138 @@
+// Rules against random queries (docs/access.md, "Rules on requests"): an end user's list and query, with any
+// filter, order and selection, answer exactly the rows of their own that the filter keeps (as
+// src/query/evaluate.ts's matches() keeps them, the rule ANDed in), with their count, never a hidden field;
+// a filter that names the hidden field or a path under it, however deep among its operators, or an order or
+// selection that names it, is a 403. Rows are owned by the caller, by another user, by no one, and by values
+// that only look like the caller's (an object, an array holding the name, another case).
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { matches } from '../../src/query/evaluate.ts';
+import { parseFilter } from '../../src/query/filter.ts';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
+import { filters } from '../support/filters.ts';
+import { type OrderKey, sortRows } from '../support/order.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+
+const owners: unknown[] = ['ada', 'bob', 'Ada', 'ada ', ['ada'], { sub: 'ada' }, null];
+const kinds = ['a', 'b', '', 'é'];
+const rows: Record<string, unknown>[] = Array.from({ length: 48 }, (_, n) => {
+  const row: Record<string, unknown> = { n, kind: kinds[n % kinds.length], internal: { k: n % 3, text: `secret ${n}` } };
+  // Every other row is ada's; the rest go round the other owners, one in seven without any.
+  if (n % 2 === 0) row.owner = 'ada';
+  else if (n % 7 !== 1) row.owner = owners[1 + (n % (owners.length - 1))];
+  if (n % 5 === 2) row.tags = ['ada', n % 4];
+  return row;
+});
+
+/** ada's grant, as the rule reads for her token: what her rows are, by the filter's own semantics. */
+const granted = { owner: 'ada' };
+
+const RULES = {
+  read: { owner: { $auth: 'sub' } },
+  create: { owner: { $auth: 'sub' } },
+  fields: { internal: { read: false, write: false } },
+};
+
+/** Fields a query may name, the hidden one and a path under it among them. */
+const field = fc.oneof(
+  { weight: 12, arbitrary: fc.constantFrom('n', 'kind', 'owner', 'tags', 'missing', 'id') },
+  { weight: 1, arbitrary: fc.constantFrom('internal', 'internal.k') },
+);
+const filter = filters({
+  field,
+  scalar: fc.oneof(fc.constantFrom('ada', 'bob', 'Ada', ...kinds), fc.integer({ min: -1, max: 49 }), fc.constantFrom(null, true, 0.5)),
+  composites: [['ada'], { sub: 'ada' }, ['ada', 1]],
+  prefixes: ['a', 'A', ''],
+});
+const order = fc.uniqueArray(
+  fc.record({ field: field.filter((name) => name !== 'id'), direction: fc.constantFrom<'asc' | 'desc'>('asc', 'desc') }),
+  { maxLength: 2, selector: (key) => key.field },
+);
+const selection = fc.option(
+  fc.uniqueArray(
+    field.filter((name) => name !== 'id'),
+    { minLength: 1, maxLength: 3 },
+  ),
+  { nil: undefined },
+);
+
+/**
+ * Whether a filter names the hidden field, or a path under it (`internal.k`), anywhere: a field of a filter
+ * is a path, where an order's or a selection's is a top-level name (openapi.yaml, order_by and select), so
+ * that `internal.k` there is a field of its own, which no row has.
+ */
+function filterNamesHidden(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(filterNamesHidden);
+  if (value === null || typeof value !== 'object') return false;
+  return Object.entries(value).some(([key, inner]) => key === 'internal' || key.startsWith('internal.') || filterNamesHidden(inner));
+}
+
+describeEachBackend('rules against random queries', (backend) => {
+  let server: TestServer;
+  let admin: Client;
+  let ada: EndUser;
+  let stored: Row[];
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    admin = await server.client();
+    expect((await admin.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+    expect((await admin.put('/v1/collections/notes/rules', RULES)).status).to.equal(200);
+    stored = (await admin.post<Row[]>('/v1/collections/notes/rows', rows)).body;
+    ada = new EndUser(server.url, await appKey(admin), await tokenOf('ada'));
+  });
+  after(() => server?.stop());
+
+  /** The ids of ada's rows that `sent` keeps, in the order of `keys` (by id without any). */
+  const expectedIds = (sent: unknown, keys: OrderKey[]) =>
+    sortRows(
+      stored.filter((row) => matches(parseFilter(granted), row) && matches(parseFilter(sent), row)),
+      keys.length > 0 ? keys : [{ field: 'id', direction: 'asc' }],
+    ).map((row) => row.id);
+
+  it('answers a list of exactly the caller’s rows the filter keeps, in order, counted, without the hidden field; 403 for naming it', async () => {
+    await fc.assert(
+      fc.asyncProperty(filter, order, selection, async (sent, keys: OrderKey[], select) => {
+        const query: Record<string, string> = { filter: JSON.stringify(sent), count: 'exact', limit: '1000' };
+        if (keys.length > 0) {
+          query.order_by = keys.map((key) => key.field).join(',');
+          query.order = keys.map((key) => key.direction).join(',');
+        }
+        if (select) query.select = select.join(',');
+        const response = await ada.get<Row[]>(`/v1/collections/notes/rows?${new URLSearchParams(query)}`);
+        if (filterNamesHidden(sent) || [...keys.map((key) => key.field), ...(select ?? [])].includes('internal')) {
+          expect(response.status, response.text).to.equal(403);
+          return;
+        }
+        expect(response.status, response.text).to.equal(200);
+        const expected = expectedIds(sent, keys);
+        expect(response.body.map((row) => row.id)).to.deep.equal(expected);
+        expect(response.headers.get('rowbase-total-count')).to.equal(String(expected.length));
+        for (const row of response.body) expect(row).not.to.have.property('internal');
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('answers a query of exactly the caller’s rows the filter keeps, in order, with their total; 403 for naming the hidden field', async () => {
+    await fc.assert(
+      fc.asyncProperty(filter, order, async (sent, keys: OrderKey[]) => {
+        const body = { filter: sent, ...(keys.length > 0 ? { order: keys } : {}), limit: 1000, count: 'exact' };
+        const response = await ada.post<{ rows: Row[]; total: number }>('/v1/collections/notes/query', body);
+        if (filterNamesHidden(sent) || keys.some((key) => key.field === 'internal')) {
+          expect(response.status, response.text).to.equal(403);
+          return;
+        }
+        expect(response.status, response.text).to.equal(200);
+        const expected = expectedIds(sent, keys);
+        expect(response.body.rows.map((row) => row.id)).to.deep.equal(expected);
+        expect(response.body.total).to.equal(expected.length);
+        for (const row of response.body.rows) expect(row).not.to.have.property('internal');
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
