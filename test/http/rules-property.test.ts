@@ -1,9 +1,11 @@
 // Rules against random queries (docs/access.md, "Rules on requests"): an end user's list and query, with any
 // filter, order and selection, answer exactly the rows of their own that the filter keeps (as
 // src/query/evaluate.ts's matches() keeps them, the rule ANDed in), with their count, never a hidden field;
-// a filter that names the hidden field or a path under it, however deep among its operators, or an order or
-// selection that names it, is a 403. Rows are owned by the caller, by another user, by no one, and by values
-// that only look like the caller's (an object, an array holding the name, another case).
+// their aggregates count and sum those rows alone, and their patches and deletes by filter change those rows
+// alone, every other row left as it was. A filter that names the hidden field or a path under it, however
+// deep among its operators, or an order or selection that names it, is a 403, and changes nothing. Rows are
+// owned by the caller, by another user, by no one, and by values that only look like the caller's (an
+// object, an array holding the name, another case).
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { matches } from '../../src/query/evaluate.ts';
@@ -34,6 +36,8 @@ const granted = { owner: 'ada' };
 const RULES = {
   read: { owner: { $auth: 'sub' } },
   create: { owner: { $auth: 'sub' } },
+  update: { owner: { $auth: 'sub' } },
+  delete: { owner: { $auth: 'sub' } },
   fields: { internal: { read: false, write: false } },
 };
 
@@ -76,20 +80,26 @@ describeEachBackend('rules against random queries', (backend) => {
   let admin: Client;
   let ada: EndUser;
   let stored: Row[];
+  let collections = 0;
+  /** A collection of `rows` under RULES, its name; its rows as stored. */
+  async function notes(): Promise<[string, Row[]]> {
+    const name = `notes${++collections}`;
+    expect((await admin.post('/v1/collections', { name })).status).to.equal(201);
+    expect((await admin.put(`/v1/collections/${name}/rules`, RULES)).status).to.equal(200);
+    return [name, (await admin.post<Row[]>(`/v1/collections/${name}/rows`, rows)).body];
+  }
   before(async () => {
     server = await startTestServer({}, { backend });
     admin = await server.client();
-    expect((await admin.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
-    expect((await admin.put('/v1/collections/notes/rules', RULES)).status).to.equal(200);
-    stored = (await admin.post<Row[]>('/v1/collections/notes/rows', rows)).body;
+    [, stored] = await notes();
     ada = new EndUser(server.url, await appKey(admin), await tokenOf('ada'));
   });
   after(() => server?.stop());
 
   /** The ids of ada's rows that `sent` keeps, in the order of `keys` (by id without any). */
-  const expectedIds = (sent: unknown, keys: OrderKey[]) =>
+  const expectedIds = (sent: unknown, keys: OrderKey[], of = stored) =>
     sortRows(
-      stored.filter((row) => matches(parseFilter(granted), row) && matches(parseFilter(sent), row)),
+      of.filter((row) => matches(parseFilter(granted), row) && matches(parseFilter(sent), row)),
       keys.length > 0 ? keys : [{ field: 'id', direction: 'asc' }],
     ).map((row) => row.id);
 
@@ -102,7 +112,7 @@ describeEachBackend('rules against random queries', (backend) => {
           query.order = keys.map((key) => key.direction).join(',');
         }
         if (select) query.select = select.join(',');
-        const response = await ada.get<Row[]>(`/v1/collections/notes/rows?${new URLSearchParams(query)}`);
+        const response = await ada.get<Row[]>(`/v1/collections/notes1/rows?${new URLSearchParams(query)}`);
         if (filterNamesHidden(sent) || [...keys.map((key) => key.field), ...(select ?? [])].includes('internal')) {
           expect(response.status, response.text).to.equal(403);
           return;
@@ -121,7 +131,7 @@ describeEachBackend('rules against random queries', (backend) => {
     await fc.assert(
       fc.asyncProperty(filter, order, async (sent, keys: OrderKey[]) => {
         const body = { filter: sent, ...(keys.length > 0 ? { order: keys } : {}), limit: 1000, count: 'exact' };
-        const response = await ada.post<{ rows: Row[]; total: number }>('/v1/collections/notes/query', body);
+        const response = await ada.post<{ rows: Row[]; total: number }>('/v1/collections/notes1/query', body);
         if (filterNamesHidden(sent) || keys.some((key) => key.field === 'internal')) {
           expect(response.status, response.text).to.equal(403);
           return;
@@ -133,6 +143,59 @@ describeEachBackend('rules against random queries', (backend) => {
         for (const row of response.body.rows) expect(row).not.to.have.property('internal');
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it('aggregates exactly the caller’s rows the filter keeps, by group; 403 for a filter naming the hidden field', async () => {
+    await fc.assert(
+      fc.asyncProperty(filter, async (sent) => {
+        const body = { filter: sent, group_by: ['kind'], aggregates: { count: { count: {} }, total: { sum: 'n' } } };
+        const response = await ada.post<{ groups: { kind: string; count: number; total: number }[] }>(
+          '/v1/collections/notes1/aggregate',
+          body,
+        );
+        if (filterNamesHidden(sent)) {
+          expect(response.status, response.text).to.equal(403);
+          return;
+        }
+        expect(response.status, response.text).to.equal(200);
+        const kept = new Set(expectedIds(sent, []));
+        const expected = [...kinds]
+          .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+          .map((kind) => {
+            const ofKind = stored.filter((row) => kept.has(row.id) && row.kind === kind);
+            return { kind, count: ofKind.length, total: ofKind.reduce((sum, row) => sum + (row.n as number), 0) };
+          })
+          .filter((group) => group.count > 0);
+        expect(response.body.groups).to.deep.equal(expected);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('patches and then deletes by filter exactly the caller’s rows the filter keeps, and leaves every other row as it was', async () => {
+    await fc.assert(
+      fc.asyncProperty(filter, async (sent) => {
+        const [name, before] = await notes();
+        const query = `filter=${encodeURIComponent(JSON.stringify(sent))}`;
+        const patched = await ada.patch<{ count: number }>(`/v1/collections/${name}/rows?${query}`, { touched: true });
+        if (filterNamesHidden(sent)) {
+          expect(patched.status, patched.text).to.equal(403);
+          expect((await admin.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body).to.deep.equal(before);
+          return;
+        }
+        expect(patched.status, patched.text).to.equal(200);
+        const kept = new Set(expectedIds(sent, [], before));
+        expect(patched.body.count).to.equal(kept.size);
+        const touched = before.map((row) => (kept.has(row.id) ? { ...row, touched: true } : row));
+        expect((await admin.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body).to.deep.equal(touched);
+        const deleted = await ada.delete<{ count: number }>(`/v1/collections/${name}/rows?${query}`);
+        expect(deleted.status, deleted.text).to.equal(200);
+        expect(deleted.body.count).to.equal(kept.size);
+        const left = touched.filter((row) => !kept.has(row.id));
+        expect((await admin.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body).to.deep.equal(left);
+      }),
+      { numRuns: 40 },
     );
   });
 });
