@@ -5,7 +5,9 @@
 // alone, every other row left as it was. A filter that names the hidden field or a path under it, however
 // deep among its operators, or an order or selection that names it, is a 403, and changes nothing. Rows are
 // owned by the caller, by another user, by no one, and by values that only look like the caller's (an
-// object, an array holding the name, another case).
+// object, an array holding the name, another case). Through a relation, held to the related collection's
+// rules: a `$match` reaches only related rows the caller may read, a to-one expansion is its row masked or
+// null, and a to-many one at most its `limit` of the rows the caller may read, by id, a cut list named.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { matches } from '../../src/query/evaluate.ts';
@@ -15,6 +17,7 @@ import type { Client } from '../support/client.ts';
 import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { filters } from '../support/filters.ts';
 import { type OrderKey, sortRows } from '../support/order.ts';
+import { random } from '../support/random.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 type Row = { id: number } & Record<string, unknown>;
@@ -194,6 +197,99 @@ describeEachBackend('rules against random queries', (backend) => {
         expect(deleted.body.count).to.equal(kept.size);
         const left = touched.filter((row) => !kept.has(row.id));
         expect((await admin.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body).to.deep.equal(left);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describeEachBackend('rules through relations against random pages', (backend) => {
+  // Members are read by their owner alone and hide `secret`; posts are read by their owner and by everyone
+  // when shared. A post names a member of either user, or none.
+  const members: Row[] = [];
+  const posts: Row[] = [];
+  const next = random(63);
+  for (let id = 1; id <= 30; id++) members.push({ id, owner: ['ada', 'bob'][next(2)], level: next(10), secret: `s${id}` });
+  for (let id = 1; id <= 90; id++) {
+    const post: Row = { id, owner: ['ada', 'bob', 'shared'][next(3)], n: next(20) };
+    if (next(5) > 0) post.member_id = 1 + next(30);
+    posts.push(post);
+  }
+  const readsMember = (row: Row | undefined): row is Row => row !== undefined && row.owner === 'ada';
+  const readsPost = (row: Row) => row.owner === 'ada' || row.owner === 'shared';
+  const memberOf = (post: Row) => members.find((row) => row.id === post.member_id);
+  const shownMember = ({ secret: _, ...row }: Row) => row;
+  const postFilter = filters({
+    field: fc.constantFrom('n', 'owner', 'member_id', 'missing', 'id'),
+    scalar: fc.oneof(fc.constantFrom('ada', 'bob', 'shared'), fc.integer({ min: -1, max: 31 }), fc.constantFrom(null, true)),
+    composites: [['ada'], { sub: 'ada' }],
+    prefixes: ['a', 's', ''],
+  });
+
+  let server: TestServer;
+  let ada: EndUser;
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    const admin = await server.client();
+    for (const [name, rows] of [
+      ['members', members],
+      ['posts', posts],
+    ] as const) {
+      expect((await admin.post('/v1/collections', { name })).status).to.equal(201);
+      expect(
+        (
+          await admin.post(
+            `/v1/collections/${name}/rows`,
+            rows.map(({ id: _, ...row }) => row),
+          )
+        ).status,
+      ).to.equal(201);
+    }
+    const relation = { field: 'member_id', collection: 'members', reverse: 'posts' };
+    expect((await admin.put('/v1/collections/posts/relations/member', relation)).status).to.equal(200);
+    const mine = { owner: { $auth: 'sub' } };
+    const rules = { members: { read: mine, fields: { secret: { read: false } } }, posts: { read: { $or: [mine, { owner: 'shared' }] } } };
+    for (const [name, body] of Object.entries(rules)) expect((await admin.put(`/v1/collections/${name}/rules`, body)).status).to.equal(200);
+    ada = new EndUser(server.url, await appKey(admin), await tokenOf('ada'));
+  });
+  after(() => server?.stop());
+
+  it('answers the posts it may read that a random filter and $match keep, each expanded to its member only where it may read it, masked', async () => {
+    await fc.assert(
+      fc.asyncProperty(postFilter, fc.option(fc.integer({ min: 0, max: 10 }), { nil: undefined }), async (sent, least) => {
+        const filter = least === undefined ? sent : { ...sent, member: { $match: { level: { $gte: least } } } };
+        const response = await ada.post<{ rows: Row[] }>('/v1/collections/posts/query', { filter, expand: { member: {} }, limit: 1000 });
+        expect(response.status, response.text).to.equal(200);
+        const reached = (post: Row) => {
+          const member = memberOf(post);
+          return least === undefined || (readsMember(member) && (member.level as number) >= least);
+        };
+        const expected = posts
+          .filter((post) => readsPost(post) && matches(parseFilter(sent), post) && reached(post))
+          .map((post) => {
+            const member = memberOf(post);
+            return { ...post, _expand: { member: readsMember(member) ? shownMember(member) : null } };
+          });
+        expect(response.body.rows).to.deep.equal(expected);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('answers the members it may read, each expanded to at most `limit` of the posts naming it that it may read, by id, the cut named', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 10 }), async (limit, least) => {
+        const body = { filter: { level: { $gte: least } }, expand: { posts: { limit } }, limit: 1000 };
+        const response = await ada.post<{ rows: Row[] }>('/v1/collections/members/query', body);
+        expect(response.status, response.text).to.equal(200);
+        const expected = members
+          .filter((member) => readsMember(member) && (member.level as number) >= least)
+          .map((member) => {
+            const naming = posts.filter((post) => post.member_id === member.id && readsPost(post));
+            const cut = naming.length > limit ? { $cut: ['posts'] } : {};
+            return { ...shownMember(member), _expand: { posts: naming.slice(0, limit), ...cut } };
+          });
+        expect(response.body.rows).to.deep.equal(expected);
       }),
       { numRuns: 40 },
     );
