@@ -7,7 +7,10 @@
 // owned by the caller, by another user, by no one, and by values that only look like the caller's (an
 // object, an array holding the name, another case). Through a relation, held to the related collection's
 // rules: a `$match` reaches only related rows the caller may read, a to-one expansion is its row masked or
-// null, and a to-many one at most its `limit` of the rows the caller may read, by id, a cut list named.
+// null, and a to-many one at most its `limit` of the rows the caller may read, by id, a cut list named. A
+// random batch of inserts, patches and deletes is applied whole where the rules grant each operation, as a
+// model of them applies it, and else refused at the first they do not (404 or 403, as the model says),
+// nothing of it stored.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { matches } from '../../src/query/evaluate.ts';
@@ -295,3 +298,99 @@ describeEachBackend('rules through relations against random pages', (backend) =>
     );
   });
 });
+
+describeEachBackend('rules over random batches', (backend) => {
+  type Op =
+    | { op: 'insert'; rows: Record<string, unknown>[] }
+    | { op: 'update'; id: number; patch: Record<string, unknown> }
+    | { op: 'delete'; id: number };
+  // Mostly what the rules grant (ada's rows are the odd ids of the eight seeded), so that batches of
+  // several operations are applied whole as often as refused.
+  const ownerOf = fc.oneof({ weight: 6, arbitrary: fc.constant<unknown>('ada') }, fc.constantFrom<unknown>('bob', undefined));
+  const internal = fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, fc.constant('x'));
+  const inserted = fc.record({ owner: ownerOf, n: fc.integer({ min: 0, max: 9 }), internal });
+  const id = fc.oneof({ weight: 4, arbitrary: fc.constantFrom(1, 3, 5, 7) }, fc.integer({ min: 1, max: 10 }));
+  const patch = fc.oneof(
+    { weight: 6, arbitrary: fc.record({ n: fc.integer({ min: 0, max: 9 }) }) },
+    { weight: 2, arbitrary: fc.constant({ n: null }) },
+    fc.constant({ owner: 'bob' }),
+    fc.constant({ internal: 'x' }),
+  );
+  const operation: fc.Arbitrary<Op> = fc.oneof(
+    fc.array(inserted, { minLength: 1, maxLength: 2 }).map((rows): Op => ({ op: 'insert', rows: rows.map(withoutUndefined) })),
+    { weight: 2, arbitrary: fc.record({ id, patch }).map(({ id, patch }): Op => ({ op: 'update', id, patch })) },
+    id.map((id): Op => ({ op: 'delete', id })),
+  );
+
+  let server: TestServer;
+  let admin: Client;
+  let ada: EndUser;
+  let collections = 0;
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    admin = await server.client();
+    ada = new EndUser(server.url, await appKey(admin), await tokenOf('ada'));
+  });
+  after(() => server?.stop());
+
+  /**
+   * What the batch does as the rules say, one operation after another on `rows` (as the admin reads them)
+   * from the id after `lastId`: the rows after it, or the first operation refused and its status.
+   */
+  function model(rows: Row[], lastId: number, operations: Op[]): { rows: Row[] } | { refused: number; status: number } {
+    let held = rows.map((row) => ({ ...row }));
+    let id = lastId;
+    for (const [index, operation] of operations.entries()) {
+      if (operation.op === 'insert') {
+        if (operation.rows.some((row) => row.owner !== 'ada' || 'internal' in row)) return { refused: index, status: 403 };
+        held = [...held, ...operation.rows.map((row) => ({ id: ++id, ...row }))];
+        continue;
+      }
+      const row = held.find((candidate) => candidate.id === operation.id);
+      if (row === undefined || row.owner !== 'ada') return { refused: index, status: 404 };
+      if (operation.op === 'delete') {
+        held = held.filter((candidate) => candidate !== row);
+        continue;
+      }
+      if ('internal' in operation.patch || operation.patch.owner === 'bob') return { refused: index, status: 403 };
+      // A top-level merge: each field given replaces its value, null included (openapi.yaml, updateRow).
+      const patched = { ...row, ...operation.patch };
+      held = held.map((candidate) => (candidate === row ? patched : candidate));
+    }
+    return { rows: held };
+  }
+
+  it('applies a random batch of an end user whole where the rules grant every operation, and else refuses it at the first they do not, storing nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(operation, { minLength: 1, maxLength: 5 }), async (operations) => {
+        const name = `batch${++collections}`;
+        expect((await admin.post('/v1/collections', { name })).status).to.equal(201);
+        expect((await admin.put(`/v1/collections/${name}/rules`, RULES)).status).to.equal(200);
+        const seeded = Array.from({ length: 8 }, (_, index) => ({
+          owner: index % 2 === 0 ? 'ada' : 'bob',
+          n: index,
+          internal: `s${index}`,
+        }));
+        const before = (await admin.post<Row[]>(`/v1/collections/${name}/rows`, seeded)).body;
+        const expected = model(before, before.length, operations);
+        const sent = operations.map((operation) => ({ ...operation, collection: name }));
+        const response = await ada.post<{ operation?: number }>('/v1/batch', { operations: sent });
+        const after = (await admin.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body;
+        if ('refused' in expected) {
+          expect(response.status, response.text).to.equal(expected.status);
+          expect(response.body.operation, response.text).to.equal(expected.refused);
+          expect(after).to.deep.equal(before);
+        } else {
+          expect(response.status, response.text).to.equal(200);
+          expect(after).to.deep.equal(expected.rows);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+/** `row` without its members that are undefined, as JSON would carry it. */
+function withoutUndefined(row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(row).filter(([, value]) => value !== undefined));
+}
