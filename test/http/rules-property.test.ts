@@ -10,7 +10,8 @@
 // null, and a to-many one at most its `limit` of the rows the caller may read, by id, a cut list named. A
 // random batch of inserts, patches and deletes is applied whole where the rules grant each operation, as a
 // model of them applies it, and else refused at the first they do not (404 or 403, as the model says),
-// nothing of it stored.
+// nothing of it stored; so is a random upsert (`on_conflict`), whose rows patch the caller's rows, meet
+// another's as its 404, and insert only what `create` grants.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { matches } from '../../src/query/evaluate.ts';
@@ -299,7 +300,7 @@ describeEachBackend('rules through relations against random pages', (backend) =>
   });
 });
 
-describeEachBackend('rules over random batches', (backend) => {
+describeEachBackend('rules over random batches and upserts', (backend) => {
   type Op =
     | { op: 'insert'; rows: Record<string, unknown>[] }
     | { op: 'update'; id: number; patch: Record<string, unknown> }
@@ -322,6 +323,14 @@ describeEachBackend('rules over random batches', (backend) => {
     id.map((id): Op => ({ op: 'delete', id })),
   );
 
+  // An upsert's rows: the keys of the seeded rows (k1 and k3 ada's, k2 bob's), and new ones.
+  type Sent = { key: string; owner: string; n: number };
+  const sentRow = fc.record({
+    key: fc.constantFrom('k1', 'k2', 'k3', 'k4', 'k5', 'k6'),
+    owner: fc.oneof({ weight: 5, arbitrary: fc.constant('ada') }, fc.constant('bob')),
+    n: fc.integer({ min: 0, max: 9 }),
+  });
+
   let server: TestServer;
   let admin: Client;
   let ada: EndUser;
@@ -332,12 +341,19 @@ describeEachBackend('rules over random batches', (backend) => {
     ada = new EndUser(server.url, await appKey(admin), await tokenOf('ada'));
   });
   after(() => server?.stop());
+  /** A new collection under RULES, its name. */
+  async function fresh(): Promise<string> {
+    const name = `writes${++collections}`;
+    expect((await admin.post('/v1/collections', { name })).status).to.equal(201);
+    expect((await admin.put(`/v1/collections/${name}/rules`, RULES)).status).to.equal(200);
+    return name;
+  }
 
   /**
    * What the batch does as the rules say, one operation after another on `rows` (as the admin reads them)
    * from the id after `lastId`: the rows after it, or the first operation refused and its status.
    */
-  function model(rows: Row[], lastId: number, operations: Op[]): { rows: Row[] } | { refused: number; status: number } {
+  function batchModel(rows: Row[], lastId: number, operations: Op[]): { rows: Row[] } | { refused: number; status: number } {
     let held = rows.map((row) => ({ ...row }));
     let id = lastId;
     for (const [index, operation] of operations.entries()) {
@@ -363,16 +379,14 @@ describeEachBackend('rules over random batches', (backend) => {
   it('applies a random batch of an end user whole where the rules grant every operation, and else refuses it at the first they do not, storing nothing', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(operation, { minLength: 1, maxLength: 5 }), async (operations) => {
-        const name = `batch${++collections}`;
-        expect((await admin.post('/v1/collections', { name })).status).to.equal(201);
-        expect((await admin.put(`/v1/collections/${name}/rules`, RULES)).status).to.equal(200);
+        const name = await fresh();
         const seeded = Array.from({ length: 8 }, (_, index) => ({
           owner: index % 2 === 0 ? 'ada' : 'bob',
           n: index,
           internal: `s${index}`,
         }));
         const before = (await admin.post<Row[]>(`/v1/collections/${name}/rows`, seeded)).body;
-        const expected = model(before, before.length, operations);
+        const expected = batchModel(before, before.length, operations);
         const sent = operations.map((operation) => ({ ...operation, collection: name }));
         const response = await ada.post<{ operation?: number }>('/v1/batch', { operations: sent });
         const after = (await admin.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body;
@@ -383,6 +397,55 @@ describeEachBackend('rules over random batches', (backend) => {
         } else {
           expect(response.status, response.text).to.equal(200);
           expect(after).to.deep.equal(expected.rows);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  /**
+   * What an upsert of `sent` does as the rules say, row after row on `rows` from the id after `lastId`: a
+   * row whose key a stored row holds patches it (a top-level merge), where the caller may read that row
+   * (else 404) and may keep it after (else 403); any other is inserted, where `create` holds (else 403).
+   * The rows after it, or the statuses of the rows refused, each as if those before it were written.
+   */
+  function upsertModel(rows: Row[], lastId: number, sent: Sent[]): { rows: Row[]; refused: number[] } {
+    let held = rows.map((row) => ({ ...row }));
+    let id = lastId;
+    const refused: number[] = [];
+    for (const row of sent) {
+      const stored = held.find((candidate) => candidate.key === row.key);
+      if (stored === undefined) {
+        if (row.owner === 'ada') held = [...held, { id: ++id, ...row }];
+        else refused.push(403);
+      } else if (stored.owner !== 'ada') refused.push(404);
+      else if (row.owner !== 'ada') refused.push(403);
+      else held = held.map((candidate) => (candidate === stored ? { ...stored, ...row } : candidate));
+    }
+    return { rows: held, refused };
+  }
+
+  it('upserts an end user’s random rows as the rules say: all written where each is granted, else nothing, 404 or 403 as refused', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(sentRow, { minLength: 1, maxLength: 3 }), async (sent) => {
+        const name = await fresh();
+        expect((await admin.post(`/v1/collections/${name}/indexes`, { fields: ['key'], unique: true })).status).to.equal(201);
+        const seeded = [
+          { key: 'k1', owner: 'ada', n: 1, internal: 's1' },
+          { key: 'k2', owner: 'bob', n: 2, internal: 's2' },
+          { key: 'k3', owner: 'ada', n: 3, internal: 's3' },
+        ];
+        const before = (await admin.post<Row[]>(`/v1/collections/${name}/rows`, seeded)).body;
+        const expected = upsertModel(before, before.length, sent);
+        const response = await ada.post<Row[]>(`/v1/collections/${name}/rows?on_conflict=key`, sent);
+        const after = (await admin.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body;
+        if (expected.refused.length > 0) {
+          expect(response.status, response.text).to.be.oneOf(expected.refused);
+          expect(after).to.deep.equal(before);
+        } else {
+          expect(response.status, response.text).to.equal(200);
+          expect(after).to.deep.equal(expected.rows);
+          for (const row of response.body) expect(row).not.to.have.property('internal');
         }
       }),
       { numRuns: 60 },
