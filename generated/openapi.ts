@@ -4571,8 +4571,9 @@ export interface components {
         };
         /**
          * @description `unique_violation`: the write would give a row the values of a unique index's fields that
-         *     another row holds; `fields` names them and `existing_id` the row. Nothing was written. Or
-         *     `idempotency_key_in_use`, as `IdempotencyKeyInUse` says.
+         *     another row holds; `fields` names them and `existing_id` the row, one that lives: a row that has
+         *     expired (docs/expiry.md) holds no values for any write, nor does one deleted while the write was
+         *     refused. Nothing was written. Or `idempotency_key_in_use`, as `IdempotencyKeyInUse` says.
          */
         UniqueViolation: {
             headers: {

@@ -52,7 +52,7 @@ import { exportCollection } from './rows/exports.ts';
 import { findOnce, pruneOnceBatch } from './rows/idempotency.ts';
 import { lastRowIdOf } from './rows/imports.ts';
 import { importRows, insertRows } from './rows/inserts.ts';
-import { updateRow, updateRowsWhere } from './rows/patches.ts';
+import { updateRow, updateRowsWhere } from './rows/updates.ts';
 import { upsertRows } from './rows/upserts.ts';
 import { deleteRow, deleteRowsWhere } from './rows/writes.ts';
 import { deleteRules, getRules, putRules } from './rules/rules.ts';

@@ -303,6 +303,29 @@ describeEachBackend('rows that expire', (backend) => {
         ['insert', 3, undefined],
       ]);
     });
+    it("frees an expired row's values for a patch, a patch by filter and a batch's insert and update: each holder swept first, with its event; a live row still conflicts", async () => {
+      const { name, rows } = await uniquelyCoded();
+      const write = async (status: number, response: Promise<{ status: number; text: string }>) =>
+        expect((await response).status, (await response).text).to.equal(status);
+      const expiredHolder = (code: string) => write(201, client.post(rows, [{ code, expires_at: past }]));
+      await write(201, client.post(rows, [{ code: 'c' }])); // row 3
+      await write(200, client.patch(`${rows}/3`, { code: 'a' })); // row 1's value
+      await expiredHolder('d'); // row 4
+      await write(200, client.patch(`${rows}?filter=${encodeURIComponent('{"code":"a"}')}`, { code: 'd' }));
+      await expiredHolder('e'); // row 5
+      await write(200, client.post('/v1/batch', { operations: [{ op: 'insert', collection: name, rows: [{ code: 'e' }] }] })); // row 6
+      await expiredHolder('f'); // row 7
+      await write(200, client.post('/v1/batch', { operations: [{ op: 'update', collection: name, id: 6, patch: { code: 'f' } }] }));
+      const conflict = await client.patch<Problem & { existing_id: number }>(`${rows}/3`, { code: 'b' });
+      expect([conflict.status, conflict.body.code, conflict.body.existing_id]).to.deep.equal([409, 'unique_violation', 2]);
+      const deletes = (await changes(name)).filter((change) => change.type === 'delete');
+      expect(deletes.map((change) => [rowOf(change).id, reasonOf(change)])).to.deep.equal([
+        [1, 'expired'],
+        [4, 'expired'],
+        [5, 'expired'],
+        [7, 'expired'],
+      ]);
+    });
     it('upserts over a row an expired row holds the values of: that row is swept first, with its event, and the row inserted; a live row is patched', async () => {
       const { name, rows } = await uniquelyCoded();
       const upserted = await client.post<Row[]>(`${rows}?on_conflict=code`, [

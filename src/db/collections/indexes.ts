@@ -215,30 +215,6 @@ export async function rowsHolding(
   return (await read<{ id: number | string }>(db.uniqueKeySql.holders, params)).map((row) => Number(row.id));
 }
 
-/**
- * Runs the write `write` of rows into the collection; when the database refuses it (`refused`, by
- * default a unique constraint as the dialect tells it) and the rows `rows()` break a unique index, the
- * refusal is that index's 409 unique_violation. Called outside the write's transaction, once it has
- * rolled back: PostgreSQL reads nothing more in a transaction that failed.
- */
-export async function keepingUnique<T>(
-  db: Dialect,
-  accountId: number,
-  collection: string,
-  rows: () => readonly WrittenRow[],
-  write: () => Promise<T>,
-): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (db.isUniqueViolation(error)) {
-      const violation = await uniqueViolation(db, accountId, collection, rows());
-      if (violation) throw violation;
-    }
-    throw error;
-  }
-}
-
 /** A written row as a unique index sees it: its id, if it has one already, and its fields. */
 export interface WrittenRow {
   id?: number;
@@ -247,20 +223,11 @@ export interface WrittenRow {
 
 /**
  * The 409 unique_violation of a write of `rows` into the collection that the database refused as
- * breaking a unique index, or undefined when none of its unique indexes is broken by them (the refusal
- * was another). Each row's values are looked for among the rows written before it and among the stored
- * rows: the first found names the index's fields and the row holding them.
+ * breaking a unique index, and the place among `rows` of the row that breaks it; or undefined when none of
+ * its unique indexes is broken by them (the refusal was another, or the row that held the values is gone).
+ * Each row's values are looked for among the rows written before it and among the stored rows: the first
+ * found names the index's fields and the row holding them.
  */
-export async function uniqueViolation(
-  db: Dialect,
-  accountId: number,
-  collection: string,
-  rows: readonly WrittenRow[],
-): Promise<ApiError | undefined> {
-  return (await uniqueViolationAt(db, accountId, collection, rows))?.problem;
-}
-
-/** uniqueViolation()'s 409, and the place among `rows` of the row that breaks the index. */
 export async function uniqueViolationAt(
   db: Dialect,
   accountId: number,

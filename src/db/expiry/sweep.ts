@@ -47,11 +47,23 @@ export async function sweepExpiredBatch(db: Dialect, collection: ExpiringCollect
 }
 
 /**
- * Deletes now every expired row of the account's collection, as the sweeper would (a batch at a time,
- * each with its event): answers whether any went. An insert refused by a unique index calls it, then
- * tries again (../rows/inserts.ts): the row that held the values had expired, so was gone already.
+ * Whether the row `rowId` of the account's collection, found holding the values of a unique index that
+ * refused a write, no longer lives (docs/expiry.md, "Gone at once"): deleted since the refusal (by a
+ * request, the sweeper, another instance), or expired; then every expired row of the collection is
+ * deleted now (sweepCollection), so that the write, tried again (../rows/unique.ts), finds the values free.
  */
-export async function sweepCollection(db: Dialect, accountId: number, name: string): Promise<boolean> {
+export async function holderGone(db: Dialect, accountId: number, name: string, rowId: number): Promise<boolean> {
+  const [held] = await db.rows.readRow(accountId, name, rowId, expiryNow());
+  if (held?.data) return false;
+  await sweepCollection(db, accountId, name);
+  return true;
+}
+
+/**
+ * Deletes now every expired row of the account's collection, as the sweeper would (a batch at a time,
+ * each with its event): answers whether any went.
+ */
+async function sweepCollection(db: Dialect, accountId: number, name: string): Promise<boolean> {
   const [found] = await db.query<{ id: number | string; ttl_field: string | null }>(collectionTtlSql, [accountId, name]);
   if (!found || found.ttl_field === null) return false;
   const collection = { id: Number(found.id), accountId, name };

@@ -16,6 +16,7 @@ import { holdingOrder } from '../relations/links.ts';
 import { accountRelations } from '../relations/relations.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { type Fields, type InsertedRows, insertedRows, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
+import { triedAgain } from './unique.ts';
 import { type Upserted, upsertRowsIn, upsertWritesOf } from './upserts.ts';
 import { deleteRowIn, rowWritesIn } from './writes.ts';
 
@@ -213,119 +214,124 @@ async function writeBatchAlone(
     }
     tried.set(collection, written);
   };
-  try {
-    return await db.rows.writeSeveral(async (trx) => {
-      tried.clear();
-      const deadline = Date.now() + db.queryTimeoutMs;
-      if (options.once) await beginOnce(db, trx, accountId, options.once);
-      const named = [...new Set(operations.map((operation) => operation.collection))].filter(visible);
-      const schemas = await holdCollections(db, trx, accountId, named);
-      const writes = rowWritesIn(db, trx, accountId);
-      const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
-      /** The collection's schema id; 404 for one that is not there, or that the key may not see. */
-      const schemaOf = (collection: string) => {
-        const schemaId = schemas.get(collection);
-        if (schemaId === undefined) throw collectionNotFound(collection);
-        return schemaId;
-      };
-      const results: BatchResult[] = [];
-      /** By collection, the inserts checked and not yet written: each one's operation and its rows' texts. */
-      const pending = new Map<string, { operation: number; texts: string[] }[]>();
-      /** Writes the collection's pending inserts, as one statement, and answers each. */
-      const writePending = async (collection: string) => {
-        const inserts = pending.get(collection);
-        if (!inserts) return;
-        pending.delete(collection);
-        const before = at;
-        at = inserts[0].operation;
-        const firsts = await writes.insert(
-          collection,
-          schemaOf(collection),
-          inserts.map(({ texts }) => texts),
-        );
-        for (const [index, { operation, texts }] of inserts.entries()) {
-          results[operation] = { op: 'insert', rows: insertedRows(firsts[index], texts) };
-        }
-        at = before;
-      };
-      for (const [index, operation] of operations.entries()) {
-        at = index;
-        if (Date.now() > deadline) throw queryTimeout(db.queryTimeoutMs);
-        const { collection } = operation;
-        const schemaId = schemaOf(collection);
-        // Rows that may name rows of other collections see the rows inserted before them.
-        if (db.schemas.names(schemaId)) for (const other of [...pending.keys()]) if (other !== collection) await writePending(other);
-        const guard = options.guards?.(collection);
-        if (operation.op === 'insert') {
-          if (guard) for (const fields of operation.rows) guard.creating(fields);
-          const texts = operation.rows.map((fields) => JSON.stringify(fields));
-          if (texts.some(overRowBound)) throw rowTooLarge();
-          await db.schemas.check(read, schemaId, collection, operation.rows);
-          note(
+  for (let tries = 1; ; tries++) {
+    try {
+      return await db.rows.writeSeveral(async (trx) => {
+        tried.clear();
+        at = -1;
+        const deadline = Date.now() + db.queryTimeoutMs;
+        if (options.once) await beginOnce(db, trx, accountId, options.once);
+        const named = [...new Set(operations.map((operation) => operation.collection))].filter(visible);
+        const schemas = await holdCollections(db, trx, accountId, named);
+        const writes = rowWritesIn(db, trx, accountId);
+        const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
+        /** The collection's schema id; 404 for one that is not there, or that the key may not see. */
+        const schemaOf = (collection: string) => {
+          const schemaId = schemas.get(collection);
+          if (schemaId === undefined) throw collectionNotFound(collection);
+          return schemaId;
+        };
+        const results: BatchResult[] = [];
+        /** By collection, the inserts checked and not yet written: each one's operation and its rows' texts. */
+        const pending = new Map<string, { operation: number; texts: string[] }[]>();
+        /** Writes the collection's pending inserts, as one statement, and answers each. */
+        const writePending = async (collection: string) => {
+          const inserts = pending.get(collection);
+          if (!inserts) return;
+          pending.delete(collection);
+          const before = at;
+          at = inserts[0].operation;
+          const firsts = await writes.insert(
             collection,
-            index,
-            operation.rows.map((fields) => ({ fields })),
+            schemaOf(collection),
+            inserts.map(({ texts }) => texts),
           );
-          pending.set(collection, [...(pending.get(collection) ?? []), { operation: index, texts }]);
-          continue;
-        }
-        await writePending(collection);
-        switch (operation.op) {
-          case 'update': {
-            if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
-            const seen = (fields: Fields, before: Fields) => {
-              guard?.updating(operation.id, before, fields);
-              note(collection, index, [{ id: operation.id, fields }]);
-            };
-            const row = await writes.patch(
+          for (const [index, { operation, texts }] of inserts.entries()) {
+            results[operation] = { op: 'insert', rows: insertedRows(firsts[index], texts) };
+          }
+          at = before;
+        };
+        for (const [index, operation] of operations.entries()) {
+          at = index;
+          if (Date.now() > deadline) throw queryTimeout(db.queryTimeoutMs);
+          const { collection } = operation;
+          const schemaId = schemaOf(collection);
+          // Rows that may name rows of other collections see the rows inserted before them.
+          if (db.schemas.names(schemaId)) for (const other of [...pending.keys()]) if (other !== collection) await writePending(other);
+          const guard = options.guards?.(collection);
+          if (operation.op === 'insert') {
+            if (guard) for (const fields of operation.rows) guard.creating(fields);
+            const texts = operation.rows.map((fields) => JSON.stringify(fields));
+            if (texts.some(overRowBound)) throw rowTooLarge();
+            await db.schemas.check(read, schemaId, collection, operation.rows);
+            note(
               collection,
-              schemaId,
-              operation.id,
-              operation.patch,
-              { ifMatch: operation.ifMatch, guard },
-              0,
-              seen,
+              index,
+              operation.rows.map((fields) => ({ fields })),
             );
-            results[index] = { op: 'update', row };
-            break;
+            pending.set(collection, [...(pending.get(collection) ?? []), { operation: index, texts }]);
+            continue;
           }
-          case 'delete':
-            if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
-            await deleteRowIn(db, trx, writes, accountId, collection, operation.id, { ifMatch: operation.ifMatch, guard });
-            results[index] = { op: 'delete' };
-            break;
-          case 'upsert': {
-            if (operation.rows.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
-            const upsertWrites = {
-              ...upsertWritesOf(writes, collection, guard),
-              tried: (rows: WrittenRow[]) => note(collection, index, rows.slice(-1)),
-            };
-            const place = { in: 'body' as const, name: `/operations/${index}/on_conflict` };
-            results[index] = {
-              op: 'upsert',
-              rows: await upsertRowsIn(db, trx, accountId, collection, operation.rows, operation.onConflict, upsertWrites, place),
-            };
-            break;
+          await writePending(collection);
+          switch (operation.op) {
+            case 'update': {
+              if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
+              const seen = (fields: Fields, before: Fields) => {
+                guard?.updating(operation.id, before, fields);
+                note(collection, index, [{ id: operation.id, fields }]);
+              };
+              const row = await writes.patch(
+                collection,
+                schemaId,
+                operation.id,
+                operation.patch,
+                { ifMatch: operation.ifMatch, guard },
+                0,
+                seen,
+              );
+              results[index] = { op: 'update', row };
+              break;
+            }
+            case 'delete':
+              if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
+              await deleteRowIn(db, trx, writes, accountId, collection, operation.id, { ifMatch: operation.ifMatch, guard });
+              results[index] = { op: 'delete' };
+              break;
+            case 'upsert': {
+              if (operation.rows.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
+              const upsertWrites = {
+                ...upsertWritesOf(writes, collection, guard),
+                tried: (rows: WrittenRow[]) => note(collection, index, rows.slice(-1)),
+              };
+              const place = { in: 'body' as const, name: `/operations/${index}/on_conflict` };
+              results[index] = {
+                op: 'upsert',
+                rows: await upsertRowsIn(db, trx, accountId, collection, operation.rows, operation.onConflict, upsertWrites, place),
+              };
+              break;
+            }
           }
         }
+        for (const collection of pending.keys()) await writePending(collection);
+        if (Date.now() > deadline) throw queryTimeout(db.queryTimeoutMs);
+        at = -1;
+        if (options.once) await recordOnce(db, trx, accountId, options.once, results);
+        return results;
+      });
+    } catch (error) {
+      if (at < 0) throw error;
+      const collection = operations[at].collection;
+      const { rows, operations: ofRows } = tried.get(collection) ?? { rows: [], operations: [] };
+      if (db.isUniqueViolation(error)) {
+        const violation = await uniqueViolationAt(db, accountId, collection, rows);
+        // The row that held the values gone, or expired (unique.ts): the batch, which wrote nothing, tried again.
+        if (await triedAgain(db, accountId, collection, violation?.problem, tries)) continue;
+        if (violation) throw violation.problem.inOperation(ofRows[violation.place]);
       }
-      for (const collection of pending.keys()) await writePending(collection);
-      if (Date.now() > deadline) throw queryTimeout(db.queryTimeoutMs);
-      at = -1;
-      if (options.once) await recordOnce(db, trx, accountId, options.once, results);
-      return results;
-    });
-  } catch (error) {
-    if (at < 0) throw error;
-    const collection = operations[at].collection;
-    const { rows, operations: ofRows } = tried.get(collection) ?? { rows: [], operations: [] };
-    if (db.isUniqueViolation(error)) {
-      const violation = await uniqueViolationAt(db, accountId, collection, rows);
-      if (violation) throw violation.problem.inOperation(ofRows[violation.place]);
+      const problem = error instanceof ApiError ? error : db.rows.isRowTooLarge(error) ? rowTooLarge() : undefined;
+      // A patch's errors name places in the patch (patch_conflict): here, in the operation's `patch`.
+      throw problem?.inOperation(at, operations[at].op === 'update' ? `/operations/${at}/patch` : undefined) ?? error;
     }
-    const problem = error instanceof ApiError ? error : db.rows.isRowTooLarge(error) ? rowTooLarge() : undefined;
-    // A patch's errors name places in the patch (patch_conflict): here, in the operation's `patch`.
-    throw problem?.inOperation(at, operations[at].op === 'update' ? `/operations/${at}/patch` : undefined) ?? error;
   }
 }
 

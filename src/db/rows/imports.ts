@@ -65,7 +65,7 @@ export async function importRowsIn(
   await importer.insertRows(trx, id, rows, Number(counters.last_seq) - rows.length + 1);
   const sorted = JSON.parse(counters.sorted) as SortedEntry[];
   for (const [slot, field] of sorted.entries()) await importer.keyRows(trx, id, slot, field, first, last);
-  // A key another row holds fails the import: its 409 (../collections/indexes.ts, keepingUnique).
+  // A key another row holds fails the import: its 409 (unique.ts, keepingUnique).
   for (const [index, indexed] of JSON.parse(counters.uniques) as UniqueIndexes)
     await db.run(trx, db.uniqueKeySql.fill, [index, JSON.stringify(indexed), id, first, last]);
   const search = searchIndexOf(id, counters.search);

@@ -2,14 +2,12 @@
 // its bound and its collection's schema in Node, then written by the dialect (../engine/port.ts, RowPort:
 // SQLite's writer merges the inserts into one collection queued side by side into one statement,
 // PostgreSQL sends them as one statement that commits on its own), with one insert event each.
-import { ApiError } from '../../errors.ts';
 import { type OnceRequest, OnceTaken } from '../../idempotency/answers.ts';
 import { overRowBound } from '../../rows.ts';
-import { keepingUnique } from '../collections/indexes.ts';
 import type { Dialect } from '../engine/dialect.ts';
-import { sweepCollection } from '../expiry/sweep.ts';
 import { type ImportedRow, importRowsIn } from './imports.ts';
-import { type Fields, type FirstInserted, type InsertedRows, insertedRows, rowTooLarge } from './rows.ts';
+import { type Fields, type InsertedRows, insertedRows, rowTooLarge } from './rows.ts';
+import { keepingUnique } from './unique.ts';
 
 /**
  * Stores every row or none, each with the next id of the collection, and one insert event each;
@@ -41,16 +39,8 @@ export async function insertRows(
         throw error;
       }
     });
-  let first: FirstInserted;
-  try {
-    first = await insert();
-  } catch (error) {
-    // The row that holds the values may have expired (docs/expiry.md): swept now, with its event, and the insert tried again once.
-    if (!(error instanceof ApiError && error.code === 'unique_violation') || !(await sweepCollection(db, accountId, collection)))
-      throw error;
-    first = await insert();
-  }
-  return insertedRows(first, texts);
+  // A row that holds the values and has expired is deleted, with its event, and the insert tried again (unique.ts).
+  return insertedRows(await insert(), texts);
 }
 
 /**

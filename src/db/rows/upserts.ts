@@ -8,11 +8,12 @@ import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import { type Json, overRowBound, type Row, rowJson, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
-import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
+import { rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { sweptIfExpired } from '../expiry/sweep.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { type Fields, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
+import { keepingUnique } from './unique.ts';
 import { type RowWrites, rowWritesIn } from './writes.ts';
 
 /** How a dialect writes one row of an upsert inside its transaction. */
@@ -21,7 +22,7 @@ export interface UpsertWrites {
   insert(schemaId: number, fields: Fields): Promise<VersionedRow>;
   /** Patches the row `rowId` with `patch`, checking it as patched against the schema, its errors naming the row `place`. */
   patch(rowId: number, patch: Patch, place: number): Promise<VersionedRow>;
-  /** Told the rows tried so far, as a unique index would see them (indexes.ts, keepingUnique). */
+  /** Told the rows tried so far, as a unique index would see them (unique.ts, keepingUnique). */
   tried(rows: WrittenRow[]): void;
 }
 
@@ -36,7 +37,7 @@ export interface Upserted {
  * Upserts `items` into the account's collection in one write transaction, with its Idempotency-Key's
  * answer (`options.once`): each row whose values of the unique index of `onConflict` a stored row holds
  * patches it, every other is inserted, in order, all or none, one event each; answers the rows as
- * stored, in the order sent. A unique index the rows break is its 409 (indexes.ts, keepingUnique).
+ * stored, in the order sent. A unique index the rows break is its 409 (unique.ts, keepingUnique).
  */
 export async function upsertRows(
   db: Dialect,

@@ -226,7 +226,7 @@ export async function deleteRow(db: Dialect, accountId: number, collection: stri
   await db.rows.writeSeveral((trx) => deleteRowIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, rowId, options));
 }
 
-/** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them (patches.ts); answers them as they were. */
+/** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them (updates.ts); answers them as they were. */
 export async function deleteRowsWhere(
   db: PagedDialect,
   accountId: number,
