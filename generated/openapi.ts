@@ -2980,7 +2980,8 @@ export interface components {
             existing_id?: components["schemas"]["RowId"];
             /**
              * @description On `unique_violation`, the fields of the unique index the write would break; `existing_id` is
-             *     then the stored row that holds their values already (absent when two rows of the write share them).
+             *     then the stored row that holds their values already (absent when two rows of the write share them,
+             *     or when rows held them each time the write was tried, three times, and went before they could be named).
              */
             fields?: components["schemas"]["IndexField"][];
             /**

@@ -16,7 +16,7 @@ import { holdingOrder } from '../relations/links.ts';
 import { accountRelations } from '../relations/relations.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { type Fields, type InsertedRows, insertedRows, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
-import { triedAgain } from './unique.ts';
+import { UniqueTries } from './unique.ts';
 import { type Upserted, upsertRowsIn, upsertWritesOf } from './upserts.ts';
 import { deleteRowIn, rowWritesIn } from './writes.ts';
 
@@ -214,7 +214,8 @@ async function writeBatchAlone(
     }
     tried.set(collection, written);
   };
-  for (let tries = 1; ; tries++) {
+  const tries = new UniqueTries(db, accountId);
+  for (;;) {
     try {
       return await db.rows.writeSeveral(async (trx) => {
         tried.clear();
@@ -325,8 +326,10 @@ async function writeBatchAlone(
       if (db.isUniqueViolation(error)) {
         const violation = await uniqueViolationAt(db, accountId, collection, rows);
         // The row that held the values gone, or expired (unique.ts): the batch, which wrote nothing, tried again.
-        if (await triedAgain(db, accountId, collection, violation?.problem, tries)) continue;
+        if (await tries.again(collection, violation?.problem)) continue;
         if (violation) throw violation.problem.inOperation(ofRows[violation.place]);
+        const meanwhile = tries.problem(collection, undefined);
+        if (meanwhile) throw meanwhile.inOperation(at);
       }
       const problem = error instanceof ApiError ? error : db.rows.isRowTooLarge(error) ? rowTooLarge() : undefined;
       // A patch's errors name places in the patch (patch_conflict): here, in the operation's `patch`.

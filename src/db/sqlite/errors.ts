@@ -1,5 +1,7 @@
 // SQLite's errors, named once: the driver's codes the data layer tells apart are tested here, and only
 // here (the engine's errors.ts turns what they name into the product's errors).
+import { UNIQUE_HELD } from './sql/collections.ts';
+import { ROW_TOO_LARGE } from './sql/rows.ts';
 
 const codeOf = (error: unknown) => (error as { code?: unknown } | undefined)?.code;
 
@@ -9,8 +11,23 @@ const codeOf = (error: unknown) => (error as { code?: unknown } | undefined)?.co
  */
 export const isConstraintViolation = (error: unknown) => codeOf(error) === 'SQLITE_CONSTRAINT';
 
-/** A unique constraint broken: on SQLite, any constraint (isConstraintViolation). */
-export const isUniqueViolation = (error: unknown) => isConstraintViolation(error);
+/**
+ * A patch that made a row weigh more than its bound: row_patches' own failure (sql/rows.ts), a constraint
+ * told apart by its message from a unique index's, which a write racing for the same values breaks.
+ */
+export const isRowTooLarge = (error: unknown) =>
+  isConstraintViolation(error) && String((error as { message?: unknown }).message).includes(ROW_TOO_LARGE);
+
+/**
+ * A unique constraint broken: SQLite's own (`UNIQUE constraint failed`: a collection's name, a unique
+ * index's key), or a unique index's string another row holds (UNIQUE_HELD, sql/collections.ts); not the
+ * service's other failures of a write (a row too large, a named row missing, an Idempotency-Key answered).
+ */
+export const isUniqueViolation = (error: unknown) => {
+  if (!isConstraintViolation(error)) return false;
+  const message = String((error as { message?: unknown }).message);
+  return message.includes('UNIQUE constraint failed') || message.includes(UNIQUE_HELD);
+};
 
 /** Never: one writer, whose transactions wait for no other's. */
 export const isDeadlock = (_error: unknown) => false;

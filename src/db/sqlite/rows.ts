@@ -15,7 +15,7 @@ import { onceByFilter } from '../engine/sql/filter.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import type { Sql } from '../engine/sql/template.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
-import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
+import { isConstraintViolation, isQueryCanceled, isRowTooLarge, isTooBig } from './errors.ts';
 import { filterSql } from './filter.ts';
 import { keysSql } from './sql/collections.ts';
 import { pathSafe, rowsSql, rowsWhereSql } from './sql/reads.ts';
@@ -170,7 +170,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
     // No unique index broken: the only other constraint of an insert is its trigger's check of the keys.
     isKeyTaken: isConstraintViolation,
     // The only other constraint a patch's statement can break is its trigger's bound on the row's weight (sql/, row_patches).
-    isRowTooLarge: isConstraintViolation,
+    isRowTooLarge,
     // The page connections make no string longer than a page may be (readers.ts).
     isPageTooLarge: isTooBig,
     // Interrupted once it had run for the query timeout (readers.ts, timedRead).

@@ -94,6 +94,9 @@ const stringSlot = (c: string, u: string) =>
 export const heldAsString = (c: string, u: string, id: string) =>
   `exists (select 1 from sort_keys h where h.collection_id = ${c}.id and h.row_id = ${id} and h.slot = ${stringSlot(c, u)} and +h.rank = 2)`;
 
+/** The failure of a write whose row holds a unique index's string another row holds (stringsTaken(); ../errors.ts). */
+export const UNIQUE_HELD = 'unique value held';
+
 /**
  * Aborts the statement (a constraint broken, told apart as a unique index's: ../../collections/indexes.ts)
  * when a row of the collection `collection` that `rows` picks (a condition on `k.row_id`, the sort key `k`'s
@@ -103,7 +106,7 @@ export const heldAsString = (c: string, u: string, id: string) =>
  * other's by the order's index (collection, slot, rank 2, the string). The rows of one write see each
  * other's keys: their sort keys are written first.
  */
-export const stringsTaken = (collection: string, rows: string, one = false) => `select raise(abort, 'unique value held')
+export const stringsTaken = (collection: string, rows: string, one = false) => `select raise(abort, '${UNIQUE_HELD}')
       from collections c cross join json_each(c.uniques) u cross join sort_keys k
       where c.id = ${collection} and k.collection_id = c.id and ${rows} and ${one ? '' : '+'}k.slot = ${stringSlot('c', 'u')} and +k.rank = 2
         and exists (select 1 from sort_keys o where o.collection_id = k.collection_id and o.slot = k.slot and o.rank = 2

@@ -131,6 +131,9 @@ const rowInserts = `
  */
 export const MAX_FIELDS_BY_PATH = 16;
 
+/** The failure of a patch that makes a row weigh more than MAX_ROW_BYTES (../errors.ts, isRowTooLarge). */
+export const ROW_TOO_LARGE = 'row too large';
+
 /**
  * `row_patches_<n> (collection_id, i, rid, fields, at)`: one patch of a row of the collection
  * `collection_id`, the one whose rowid is `rid` (either null: no such collection or row, and nothing is
@@ -172,7 +175,7 @@ const rowPatches = (n: number) => {
     update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
     ${updateEvent(patched, row)};
     ${setRow}
-    select raise(abort, 'row too large') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
+    select raise(abort, '${ROW_TOO_LARGE}') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
         or prefix is not excluded.prefix;
