@@ -1,6 +1,6 @@
 // Writes that a unique index may refuse (openapi.yaml, UniqueViolation; docs/expiry.md): the refusal told
 // apart once the write has rolled back, as the index's 409 unique_violation naming the row that holds the
-// values, or the write tried again when that row no longer lives.
+// values, or the write tried again when that row no longer lives (expired, or gone since the refusal).
 
 import { ApiError } from '../../errors.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
@@ -52,11 +52,10 @@ export class UniqueTries {
 
   /**
    * Whether the write, which wrote nothing, is tried again after a refusal that `violation` explains (a
-   * unique index of `collection`, or none found):
-   * while it has tries left, when no stored row holds its values now (the one that did went since the
-   * refusal), or the row that does no longer lives (holderGone: it expired, and the collection's expired
-   * rows are deleted now, each with its event, as the sweeper would). Not when two rows of the write share
-   * the values, nor when the holder lives.
+   * unique index of `collection`; undefined when none does): while it has tries left, when no stored row
+   * holds its values now (the one that did went since the refusal), or the row that does no longer lives
+   * (holderGone: it expired, and the collection's expired rows are deleted now, each with its event, as
+   * the sweeper would). Not when two rows of the write share the values, nor when the holder lives.
    */
   async again(collection: string, violation: ApiError | undefined): Promise<boolean> {
     this.tries += 1;
