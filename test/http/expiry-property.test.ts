@@ -10,8 +10,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { describeEachBackend } from '../support/backends.ts';
-import type { Client, Response } from '../support/client.ts';
-import { changeLog, madeCollection, nextLink } from '../support/expiry.ts';
+import type { Client } from '../support/client.ts';
+import { changeLog, madeCollection, walkedRows } from '../support/expiry.ts';
 import { type Row, sortRows } from '../support/order.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -52,17 +52,7 @@ const operation = fc.oneof(
 type Operation = typeof operation extends fc.Arbitrary<infer T> ? T : never;
 
 /** The ids of a walk from the page `first` by its Links, each page a 200. */
-async function walkedIds(client: Client, first: string): Promise<number[]> {
-  const seen: number[] = [];
-  for (let next: string | undefined = first; next; ) {
-    const page: Response<Row[]> = await client.get<Row[]>(next);
-    expect(page.status, page.text).to.equal(200);
-    seen.push(...page.body.map((row) => row.id));
-    next = nextLink(page);
-  }
-  return seen;
-}
-
+const walkedIds = async (client: Client, first: string) => (await walkedRows(client, first)).map((row) => row.id);
 describeEachBackend('rows that expire, against random writes', (backend) => {
   let collections = 0;
   // The sweeper every 20 ms, between the writes and the reads; and none until asked, so that expired rows stay

@@ -29,17 +29,20 @@ export async function expired(client: Client, path: string, at: string): Promise
   }
 }
 
-/** Every row's `n` of a walk from the page `first` by its Links, each page a 200. */
-export async function walkedN(client: Client, first: string): Promise<number[]> {
-  const seen: number[] = [];
+/** Every row of a walk from the page `first` by its Links, each page a 200. */
+export async function walkedRows(client: Client, first: string): Promise<Row[]> {
+  const seen: Row[] = [];
   for (let next: string | undefined = first; next; ) {
     const page: Response<Row[]> = await client.get<Row[]>(next);
     expect(page.status, page.text).to.equal(200);
-    seen.push(...page.body.map((row) => row.n as number));
+    seen.push(...page.body);
     next = nextLink(page);
   }
   return seen;
 }
+
+/** Every row's `n` of a walk from the page `first` by its Links (walkedRows). */
+export const walkedN = async (client: Client, first: string) => (await walkedRows(client, first)).map((row) => row.n as number);
 
 /** The collection's whole change log, read a page of `limit` (default 1,000) at a time. */
 export async function changeLog(client: Client, name: string, limit = 1000): Promise<FeedMessage[]> {

@@ -16,6 +16,7 @@ import { beginOnce, recordOnce } from './idempotency.ts';
 import { patchRowIn, patchRowsIn } from './patches.ts';
 import { type ChangedRows, type MatchedRow, noSuchRow, rowTooLarge, type VersionedRow, type WriteOptions } from './rows.ts';
 import { keepingUnique } from './unique.ts';
+import { liveFilterWhere } from './writes.ts';
 
 /**
  * Applies `patch` (a top-level merge, a JSON Merge Patch or a JSON Patch) to the row read in the write's
@@ -83,8 +84,7 @@ export async function updateRowsWhere(
   max: number,
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
-  const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
-  const where = liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
+  const where = await liveFilterWhere(db, accountId, collection, filter);
   // The rows as patched, as a unique index would see them.
   let seen: MatchedRow[] = [];
   const attempted = () => seen.map((row) => ({ id: row.id, fields: applyPatch(patch, JSON.parse(row.data), row.id) }));

@@ -235,7 +235,15 @@ export async function deleteRowsWhere(
   max: number,
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
-  const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
-  const where = liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
+  const where = await liveFilterWhere(db, accountId, collection, filter);
   return db.rows.writeSeveral((trx) => deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, where, max, options));
+}
+
+/**
+ * The condition of a change by filter (deleteRowsWhere(), updateRowsWhere() of updates.ts): the rows that
+ * live and that `filter` matches, its search bound to the collection's index.
+ */
+export async function liveFilterWhere(db: PagedDialect, accountId: number, collection: string, filter: Filter): Promise<Sql> {
+  const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
+  return liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
 }

@@ -169,7 +169,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
     importer,
     // No unique index broken: the only other constraint of an insert is its trigger's check of the keys.
     isKeyTaken: isConstraintViolation,
-    // The only other constraint a patch's statement can break is its trigger's bound on the row's weight (sql/, row_patches).
+    // Its trigger's bound on the row's weight (sql/, row_patches), told apart by its message (errors.ts).
     isRowTooLarge,
     // The page connections make no string longer than a page may be (readers.ts).
     isPageTooLarge: isTooBig,

@@ -98,7 +98,7 @@ export const heldAsString = (c: string, u: string, id: string) =>
 export const UNIQUE_HELD = 'unique value held';
 
 /**
- * Aborts the statement (a constraint broken, told apart as a unique index's: ../../collections/indexes.ts)
+ * Aborts the statement (UNIQUE_HELD, told apart as a unique index's: ../errors.ts, ../../rows/unique.ts)
  * when a row of the collection `collection` that `rows` picks (a condition on `k.row_id`, the sort key `k`'s
  * row: a range, or one row when `one`) holds a string of a unique index kept by its sort index
  * (stringSlot()) that another row holds too. The row's sort key is found by the primary key (the unary
