@@ -868,7 +868,7 @@ with counters as (
   select r.id
     from counters c
       cross join unnest(string_to_array($8::text, ',')::integer[], string_to_array($9::text, ',')::bigint[]) as n(collection_id, id)
-      join rows r on r.collection_id = n.collection_id and r.id = n.id
+      join rows r on r.collection_id = n.collection_id and r.id = n.id and (r.expires_at is null or r.expires_at > $11)
     order by r.collection_id, r.id
     for key share of r
 )

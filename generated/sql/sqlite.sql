@@ -612,7 +612,7 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
   id desc limit +? offset ?) r;
 
 -- insertSql
-insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?7), ?3, ?4, ?5, ?1, ?6, ?8)
+insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?7), ?3, ?4, ?5, ?1, ?6, ?8, ?9)
 returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
   (select last_seq from collections where id = row_inserts.collection_id) as last_seq,
   (select search from collections where id = row_inserts.collection_id) as search;
@@ -981,13 +981,14 @@ create table if not exists knex_migrations_lock (`index` integer not null primar
 insert into knex_migrations_lock (is_locked) select 0 where not exists (select 1 from knex_migrations_lock);
 
 -- writer setup: row_inserts
-create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces, named) as
-  select null, null, null, null, null, null, null where 0;
+create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces, named, now) as
+  select null, null, null, null, null, null, null, null where 0;
 
 -- writer setup: row_inserts_write
 create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
   select raise(abort, 'named row missing') where new.collection_id is not null and new.named <> '[]'
-    and (select count(*) from json_each(new.named) n cross join rows r on r.collection_id = n.value ->> 0 and r.id = n.value ->> 1)
+    and (select count(*) from json_each(new.named) n cross join rows r on r.collection_id = n.value ->> 0 and r.id = n.value ->> 1
+        and (r.expires_at is null or r.expires_at > new.now))
       < json_array_length(new.named);
   update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
     where id = new.collection_id;

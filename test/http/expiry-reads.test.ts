@@ -89,17 +89,20 @@ describeEachBackend('rows that expire, on every read path', (backend) => {
     expect((await client.put(`/v1/collections/${posts}/relations/author`, relation)).status).to.equal(200);
     await client.post(`/v1/collections/${people}/rows`, [
       { name: 'ada' },
-      { name: 'bob', expires_at: past },
+      { name: 'bob', expires_at: future },
       { name: 'cy' },
       { name: 'dee', expires_at: future },
     ]);
-    await client.post(`/v1/collections/${posts}/rows`, [
+    const named = await client.post(`/v1/collections/${posts}/rows`, [
       { author_id: 1, expires_at: past },
       { author_id: 2 },
       { author_id: 3 },
       { author_id: 1 },
       { author_id: 4, expires_at: past },
     ]);
+    expect(named.status, named.text).to.equal(201);
+    // bob expires once his post names him: a write naming an expired row is refused (docs/expiry.md).
+    expect((await client.patch(`/v1/collections/${people}/rows/2`, { expires_at: past })).status).to.equal(200);
     const some = await client.get<Row[]>(`/v1/collections/${people}/rows?${filter({ posts: { $some: {} } })}`);
     expect(some.status, some.text).to.equal(200);
     // dee's one post expired, bob expired himself.

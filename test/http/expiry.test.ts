@@ -348,21 +348,22 @@ describeEachBackend('rows that expire', (backend) => {
   });
 
   describe('through relations', () => {
+    /** Declares the relation `name` of the collection `source`. */
+    const related = async (source: string, name: string, relation: object) => {
+      const put = await client.put(`/v1/collections/${source}/relations/${name}`, relation);
+      expect(put.status, put.text).to.equal(200);
+    };
+
     it('expands no expired row, and $match and $some find none', async () => {
       const people = await collection();
       const posts = await collection(false);
-      const put = await client.put(`/v1/collections/${posts}/relations/author`, {
-        field: 'author_id',
-        collection: people,
-        on_delete: 'cascade',
-        reverse: 'posts',
-      });
-      expect(put.status, put.text).to.equal(200);
+      await related(posts, 'author', { field: 'author_id', collection: people, on_delete: 'cascade', reverse: 'posts' });
       await client.post(`/v1/collections/${people}/rows`, [
-        { name: 'ada', expires_at: past },
+        { name: 'ada', expires_at: future },
         { name: 'bob', expires_at: future },
       ]);
-      await client.post(`/v1/collections/${posts}/rows`, [{ author_id: 1 }, { author_id: 2 }]);
+      expect((await client.post(`/v1/collections/${posts}/rows`, [{ author_id: 1 }, { author_id: 2 }])).status).to.equal(201);
+      expect((await client.patch(`/v1/collections/${people}/rows/1`, { expires_at: past })).status).to.equal(200);
       const expanded = await client.get<Row[]>(`/v1/collections/${posts}/rows?expand=author`);
       expect(expanded.status, expanded.text).to.equal(200);
       expect(expanded.body.map((row) => (row._expand as { author: Row | null }).author?.name ?? null)).to.deep.equal([null, 'bob']);
@@ -371,6 +372,48 @@ describeEachBackend('rows that expire', (backend) => {
       expect(matched.body.map((row) => row.id)).to.deep.equal([2]);
       const reverse = await client.get<Row[]>(`/v1/collections/${people}/rows?expand=posts`);
       expect(reverse.body.map((row) => row.name)).to.deep.equal(['bob']);
+    });
+
+    it('refuses every write that names an expired row as one naming a row that does not exist, until its time to live is removed', async () => {
+      const carts = await collection();
+      const items = await collection(false);
+      await related(items, 'cart', { field: 'cart_id', collection: carts, on_delete: 'cascade' });
+      await client.post(`/v1/collections/${carts}/rows`, [{ expires_at: past }, { expires_at: future }]);
+      expect((await client.post(`/v1/collections/${items}/indexes`, { fields: ['code'], unique: true })).status).to.equal(201);
+      expect((await client.post(`/v1/collections/${items}/rows`, [{ cart_id: 2, code: 'a' }])).status).to.equal(201);
+      const rows = `/v1/collections/${items}/rows`;
+      const writes: [string, () => Promise<{ status: number; text: string; body: unknown }>][] = [
+        ['an insert', () => client.post(rows, [{ cart_id: 1 }])],
+        ['an insert of several, one naming it', () => client.post(rows, [{ cart_id: 2 }, { cart_id: 1 }])],
+        ['a patch', () => client.patch(`${rows}/1`, { cart_id: 1 })],
+        ['a patch by filter', () => client.patch(`${rows}?filter=${encodeURIComponent('{"code":"a"}')}`, { cart_id: 1 })],
+        ['an upsert patching', () => client.post(`${rows}?on_conflict=code`, [{ code: 'a', cart_id: 1 }])],
+        ['an upsert inserting', () => client.post(`${rows}?on_conflict=code`, [{ code: 'b', cart_id: 1 }])],
+        ['a batch insert', () => client.post('/v1/batch', { operations: [{ op: 'insert', collection: items, rows: [{ cart_id: 1 }] }] })],
+        [
+          'a batch update',
+          () => client.post('/v1/batch', { operations: [{ op: 'update', collection: items, id: 1, patch: { cart_id: 1 } }] }),
+        ],
+      ];
+      for (const [what, write] of writes) {
+        const refused = await write();
+        expect(refused.status, `${what}: ${refused.text}`).to.equal(422);
+        expect((refused.body as Problem).code, what).to.equal('row_invalid');
+      }
+      // Nothing written: the one row, still naming the cart that lives.
+      expect((await client.get<Row[]>(rows)).body).to.deep.equal([{ id: 1, cart_id: 2, code: 'a' }]);
+      // A relation declared over rows that name it counts them as naming a row that does not exist.
+      const others = await collection(false);
+      expect((await client.post(`/v1/collections/${others}/rows`, [{ cart_id: 1 }])).status).to.equal(201);
+      const declared = await client.put<Problem>(`/v1/collections/${others}/relations/cart`, {
+        field: 'cart_id',
+        collection: carts,
+        on_delete: 'cascade',
+      });
+      expect(declared.status, declared.text).to.equal(409);
+      // No time to live, no expired row: the row lives again, and may be named.
+      expect((await client.delete(`/v1/collections/${carts}/ttl`)).status).to.equal(204);
+      expect((await client.post(rows, [{ cart_id: 1 }])).status).to.equal(201);
     });
   });
 
@@ -449,9 +492,10 @@ describeEachBackend('rows that expire', (backend) => {
         (await client.put(`/v1/collections/${notes}/relations/cart`, { field: 'cart_id', collection: carts, on_delete: 'set_null' }))
           .status,
       ).to.equal(200);
-      await client.post(`/v1/collections/${carts}/rows`, [{ expires_at: past }, { expires_at: future }]);
-      await client.post(`/v1/collections/${items}/rows`, [{ cart_id: 1 }, { cart_id: 2 }, { cart_id: 1 }]);
-      await client.post(`/v1/collections/${notes}/rows`, [{ cart_id: 1 }]);
+      await client.post(`/v1/collections/${carts}/rows`, [{ expires_at: future }, { expires_at: future }]);
+      expect((await client.post(`/v1/collections/${items}/rows`, [{ cart_id: 1 }, { cart_id: 2 }, { cart_id: 1 }])).status).to.equal(201);
+      expect((await client.post(`/v1/collections/${notes}/rows`, [{ cart_id: 1 }])).status).to.equal(201);
+      expect((await client.patch(`/v1/collections/${carts}/rows/1`, { expires_at: past })).status).to.equal(200);
       await server.feed.sweeper.runOnce();
       expect((await client.get<Row[]>(`/v1/collections/${items}/rows`)).body.map((row) => row.id)).to.deep.equal([2]);
       expect((await client.get<Row[]>(`/v1/collections/${notes}/rows`)).body).to.deep.equal([{ id: 1, cart_id: null }]);

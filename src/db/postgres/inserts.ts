@@ -4,6 +4,7 @@
 // too, which also stores their answers (sql/, insertBatchWithAnswersSql). Rows that name rows of other
 // collections, or go into a collection with a search index, go in a transaction where they must.
 import { queryTimeout } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
 import { rowWords } from '../../search/words.ts';
 import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.ts';
@@ -192,6 +193,7 @@ async function namingAlone(db: Dialect, texts: string[], params: SqlValue[], sch
       named.collections.join(','),
       named.ids.join(','),
       named.ids.length,
+      expiryNow(),
     ]);
   } catch (error) {
     if (isRelationMissing(error)) return [];

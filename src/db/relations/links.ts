@@ -5,6 +5,7 @@
 // checked against a schema id is checked against exactly these.
 import type { components } from '../../../generated/openapi.ts';
 import { ApiError, type RowError } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import { assignable } from '../../rows.ts';
 
 /** A row's fields, and a read of the database, as the writes hand them here. */
@@ -65,10 +66,11 @@ export interface Missing {
 
 /**
  * The rows among `rows` whose field of `relation` holds anything but null (or nothing) or the id of a row
- * of its collection that exists, in the order of `rows`. `existingSql` answers which of the ids `?`
- * (joined by commas) are rows of the collection `?`, as the dialect reads them: on PostgreSQL each row
- * found is held (FOR KEY SHARE) until the write's commit, so that no delete of it commits before the
- * write does, and a delete that comes first is waited for and then seen.
+ * of its collection that exists and has not expired, in the order of `rows`. `existingSql` answers which
+ * of the ids `?` (joined by commas) are rows of the collection `?` that live at `?` (the expiry now), as
+ * the dialect reads them: on PostgreSQL each row found is held (FOR KEY SHARE) until the write's commit,
+ * so that no delete of it commits before the write does, and a delete that comes first is waited for
+ * and then seen.
  */
 export async function missingNamed(read: Read, existingSql: string, relation: StoredRelation, rows: readonly Fields[]): Promise<Missing[]> {
   const missing: Missing[] = [];
@@ -85,10 +87,12 @@ export async function missingNamed(read: Read, existingSql: string, relation: St
     else named.set(value, [index]);
   }
   const ids = [...named.keys()].sort((a, b) => a - b);
+  // A row that has expired is no row (docs/expiry.md), though the sweeper has not deleted it yet.
+  const now = expiryNow();
   for (let from = 0; from < ids.length; from += IDS_PER_READ) {
     const part = ids.slice(from, from + IDS_PER_READ);
     const found = new Set(
-      (await read<{ id: number | string }>(existingSql, [relation.target, part.join(',')])).map((row) => Number(row.id)),
+      (await read<{ id: number | string }>(existingSql, [relation.target, part.join(','), now])).map((row) => Number(row.id)),
     );
     for (const id of part) {
       if (found.has(id)) continue;

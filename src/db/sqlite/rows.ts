@@ -4,6 +4,7 @@
 // writer's connection (writer.ts, SqliteWriter) and announced to the feed once committed
 // (announceOnCommit). Reads of rows by id go to the read-only connections, merged (readers.ts).
 import { queryTimeout, rowNotFound } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import type { OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import { rowJson, versionOf } from '../../rows.ts';
@@ -15,7 +16,7 @@ import { onceByFilter } from '../engine/sql/filter.ts';
 import { searchIndexOf } from '../engine/sql/search.ts';
 import type { Sql } from '../engine/sql/template.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
-import { isConstraintViolation, isQueryCanceled, isRowTooLarge, isTooBig } from './errors.ts';
+import { isConstraintViolation, isKeyTaken, isQueryCanceled, isRowTooLarge, isTooBig } from './errors.ts';
 import { filterSql } from './filter.ts';
 import { keysSql } from './sql/collections.ts';
 import { pathSafe, rowsSql, rowsWhereSql } from './sql/reads.ts';
@@ -168,7 +169,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
       ) as Promise<VersionedRow[]>,
     importer,
     // No unique index broken: the only other constraint of an insert is its trigger's check of the keys.
-    isKeyTaken: isConstraintViolation,
+    isKeyTaken,
     // Its trigger's bound on the row's weight (sql/, row_patches), told apart by its message (errors.ts).
     isRowTooLarge,
     // The page connections make no string longer than a page may be (readers.ts).
@@ -247,7 +248,7 @@ async function writeInserts(
   const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
   // A constraint it breaks (its trigger's check of the keys, sql/, row_inserts, or a unique index)
   // is told apart once the statement has rolled back (insertRows).
-  const insert = (named: string) => db.run<InsertWritten>(trx, insertSql, [...params, named]);
+  const insert = (named: string) => db.run<InsertWritten>(trx, insertSql, [...params, named, expiryNow()]);
   const [written] = db.schemas.names(schemaId) ? await insertNaming(parts, trx, collection, schemaId, all, insert) : await insert('[]');
   if (written.id === null) throw new StaleSchema();
   const firstId = written.last_row_id - all.length + 1;

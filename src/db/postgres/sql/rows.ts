@@ -119,9 +119,9 @@ export const insertBatchSql = insertBatch({ ...plainBatch, searched: false });
  * those rows held as a write that names rows holds them (../../rows/writes.ts, holdFollowers): the
  * collection's row first (`counters`), then each named row FOR KEY SHARE until the commit, in order of
  * collection and id, so that a delete of one waits for the insert's commit, then sees its rows. $8 the
- * named rows' collection ids and $9 their ids, joined by commas, each pair once; $10 how many pairs. When
- * fewer are found the statement stops with RELATION_MISSING, and nothing of it is written: one of them
- * was deleted, or is not in the statement's snapshot (taken before it waited for the collection's row),
+ * named rows' collection ids and $9 their ids, joined by commas, each pair once; $10 how many pairs; $11
+ * the expiry now (docs/expiry.md). When fewer live are found the statement stops with RELATION_MISSING,
+ * and nothing of it is written: one of them was deleted, or has expired, or is not in the statement's snapshot (taken before it waited for the collection's row),
  * which the transaction that looks again tells apart (../rows.ts, holdNamed).
  */
 export const namingInsertBatchSql = insertBatch({
@@ -131,7 +131,7 @@ export const namingInsertBatchSql = insertBatch({
     select r.id
       from counters c
         cross join unnest(string_to_array($8::text, ',')::integer[], string_to_array($9::text, ',')::bigint[]) as n(collection_id, id)
-        join rows r on r.collection_id = n.collection_id and r.id = n.id
+        join rows r on r.collection_id = n.collection_id and r.id = n.id and ${liveRowText('r', '$11')}
       order by r.collection_id, r.id
       for key share of r
   )`,

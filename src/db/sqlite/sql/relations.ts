@@ -1,9 +1,12 @@
 // SQLite's SQL of relations (../../relations/, docs/relations.md).
+import { liveRowText } from '../../engine/sql/expiry.ts';
+
 /**
- * Which of the ids `?` (joined by commas) are rows of the collection `?`: read on the writer's connection
- * inside the write, which no other write comes between.
+ * Which of the ids `?` (joined by commas) are rows of the collection `?` that live at `?` (the expiry now):
+ * read on the writer's connection inside the write, which no other write comes between.
  */
-export const existingIdsSql = "select id from rows where collection_id = ?1 and id in (select value from json_each('[' || ?2 || ']'))";
+export const existingIdsSql = `select id from rows where collection_id = ?1 and id in (select value from json_each('[' || ?2 || ']'))
+  and ${liveRowText('rows', '?3')}`;
 
 /**
  * The rows of the collection `collectionId` whose id is one of `ids`, as a condition on `rows` that needs

@@ -66,15 +66,18 @@ const inserted = `(select r.id, r.data, r.version from rows r where r.collection
 const insertEvents = (select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, ${rowJsonSql}, new.at from (${select})`;
 
+/** The failure of an insert whose Idempotency-Key's answer was stored first (../errors.ts, isKeyTaken). */
+export const KEY_ANSWERED = 'idempotency key answered';
+
 /**
- * `row_inserts (collection_id, n, texts, at, account_id, onces, named)`: `texts` is a JSON array of the `n`
+ * `row_inserts (collection_id, n, texts, at, account_id, onces, named, now)`: `texts` is a JSON array of the `n`
  * rows' texts (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq,
  * `at` is the events' time; then the rows' sort keys and unique keys. No such collection (a null id):
  * nothing is written (insertSql answers a null id).
  *
  * `named` holds the rows of other collections the rows name in their relations (../../relations/), a JSON
- * array of `[collection id, row id]`, each pair once, empty for none: when one is not found the statement
- * aborts before it writes anything, and the insert looks them up again to say which (../rows.ts). So an
+ * array of `[collection id, row id]`, each pair once, empty for none: when one is not found, or has expired
+ * by `now` (the expiry now, ms since the epoch: docs/expiry.md), the statement aborts before it writes anything, and the insert looks them up again to say which (../rows.ts). So an
  * insert that names rows is one statement, as one that names none, where the look-up was a statement of
  * its own before it, on the writer.
  *
@@ -91,11 +94,12 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
  * key lookup, where the planner would otherwise read every key of the account.
  */
 const rowInserts = `
-  create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces, named) as
-    select null, null, null, null, null, null, null where 0;
+  create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces, named, now) as
+    select null, null, null, null, null, null, null, null where 0;
   create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
     select raise(abort, 'named row missing') where new.collection_id is not null and new.named <> '[]'
-      and (select count(*) from json_each(new.named) n cross join rows r on r.collection_id = n.value ->> 0 and r.id = n.value ->> 1)
+      and (select count(*) from json_each(new.named) n cross join rows r on r.collection_id = n.value ->> 0 and r.id = n.value ->> 1
+          and ${liveRowText('r', 'new.now')})
         < json_array_length(new.named);
     update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
       where id = new.collection_id;
@@ -117,7 +121,7 @@ const rowInserts = `
       on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
         headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
         where idempotency_keys.expires_at <= excluded.created_at;
-    select raise(abort, 'idempotency key answered') where case when new.collection_id is null
+    select raise(abort, '${KEY_ANSWERED}') where case when new.collection_id is null
       then exists (select 1 from json_each(new.onces) o cross join idempotency_keys k
         on k.account_id = new.account_id and k.key = o.value ->> 0 and k.expires_at > o.value ->> 2)
       else changes() < json_array_length(new.onces) end;
@@ -200,15 +204,15 @@ const updateEvent = (patched: string, row: string) => `insert into events (colle
 export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
 
 /**
- * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces, `?8` named (as
- * row_inserts takes them), `?7` the schema id the rows were checked with. Answers `id`, the
+ * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces, `?8` named, `?9`
+ * the expiry now (as row_inserts takes them), `?7` the schema id the rows were checked with. Answers `id`, the
  * collection's (null when there is no such collection, or its schema is another), and its
  * `last_row_id` and `last_seq` once the rows are in.
  * One row of VALUES, the collection's id found in it: an INSERT … SELECT into a view first copies the
  * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
  * up in each of its statements.
  */
-export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6, ?8)
+export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6, ?8, ?9)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
     (select last_seq from collections where id = row_inserts.collection_id) as last_seq,
     (select search from collections where id = row_inserts.collection_id) as search`;
