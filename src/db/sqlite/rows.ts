@@ -168,7 +168,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
         rows.map((row) => ({ rowId: row.id, fields: [['$', row.text]], now: HELD })),
       ) as Promise<VersionedRow[]>,
     importer,
-    // No unique index broken: the only other constraint of an insert is its trigger's check of the keys.
+    // Its trigger's check of the keys (sql/, row_inserts), told apart by its message (errors.ts).
     isKeyTaken,
     // Its trigger's bound on the row's weight (sql/, row_patches), told apart by its message (errors.ts).
     isRowTooLarge,

@@ -121,8 +121,9 @@ export const insertBatchSql = insertBatch({ ...plainBatch, searched: false });
  * collection and id, so that a delete of one waits for the insert's commit, then sees its rows. $8 the
  * named rows' collection ids and $9 their ids, joined by commas, each pair once; $10 how many pairs; $11
  * the expiry now (docs/expiry.md). When fewer live are found the statement stops with RELATION_MISSING,
- * and nothing of it is written: one of them was deleted, or has expired, or is not in the statement's snapshot (taken before it waited for the collection's row),
- * which the transaction that looks again tells apart (../rows.ts, holdNamed).
+ * and nothing of it is written: one of them was deleted, or has expired, or is not in the statement's
+ * snapshot (taken before it waited for the collection's row), which the transaction that looks again
+ * tells apart (../rows.ts, holdNamed).
  */
 export const namingInsertBatchSql = insertBatch({
   ...plainBatch,

@@ -77,9 +77,10 @@ export const KEY_ANSWERED = 'idempotency key answered';
  *
  * `named` holds the rows of other collections the rows name in their relations (../../relations/), a JSON
  * array of `[collection id, row id]`, each pair once, empty for none: when one is not found, or has expired
- * by `now` (the expiry now, ms since the epoch: docs/expiry.md), the statement aborts before it writes anything, and the insert looks them up again to say which (../rows.ts). So an
- * insert that names rows is one statement, as one that names none, where the look-up was a statement of
- * its own before it, on the writer.
+ * by `now` (the expiry now, ms since the epoch: docs/expiry.md), the statement aborts before it writes
+ * anything, and the insert looks them up again to say which (../rows.ts). So an insert that names rows is
+ * one statement, as one that names none, where the look-up was a statement of its own before it, on the
+ * writer.
  *
  * `onces` holds the Idempotency-Keys of the inserts sent with one (openapi.yaml, IdempotencyKey), a
  * JSON array, empty for none, of `[key, request hash, at, expires at, first, n]`: `first` the place in
