@@ -179,6 +179,11 @@ export class ServeProcess {
     });
   }
 
+  /** The process's id (the server's own: bin/rowbase starts again in place, execve keeping it). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   /** Sends `signal` to the process (by its pid). */
   signal(signal: NodeJS.Signals): void {
     this.child.kill(signal);
