@@ -71,8 +71,7 @@ export interface Watch {
 
 /** Probes `server` until stopped (watchHealth's, a test at a time; test/cli/watchdog.test.ts's own). */
 export function watch(server: Watched): Watch {
-  const apart = server.pid !== undefined && server.pid !== process.pid;
-  const delays = new Delays(server.pid ?? process.pid, apart);
+  const delays = new Delays(server.pid);
   const problems: string[] = [];
   let running = true;
   let wake: (() => void) | undefined;
@@ -111,12 +110,9 @@ class Delays {
   private last = performance.now();
   private readonly timer: NodeJS.Timeout | undefined;
 
-  /** `pid`: the server's process; `apart`: whether it is not this one, so that this process's delays count. */
-  constructor(
-    private readonly pid: number,
-    apart: boolean,
-  ) {
-    if (!apart) return;
+  /** `pid`: the server's process, this one when not given; this process's delays count only when it is another. */
+  constructor(private readonly pid = process.pid) {
+    if (pid === process.pid) return;
     this.timer = setInterval(() => {
       this.late += this.lateness();
       this.last = performance.now();
