@@ -45,6 +45,8 @@ interface Compiled {
 export class RowSchemas implements SchemaCache {
   /** The schemas compiled, by schema id, in order of use. */
   private readonly validators = new Map<number, Compiled>();
+  /** The schema id last in `validators`, when known. */
+  private lastUsed?: number;
   /** By `<account id>/<collection>`: the schema id last seen, for collections that had one. */
   private readonly hints = new Map<string, number>();
 
@@ -113,16 +115,22 @@ export class RowSchemas implements SchemaCache {
       links: row.relations === null ? undefined : (JSON.parse(row.relations) as RelationLinks),
     };
     this.validators.set(schemaId, compiled);
+    this.lastUsed = schemaId;
     if (this.validators.size > MAX_VALIDATORS) this.validators.delete(this.validators.keys().next().value as number);
     return compiled;
   }
 
-  /** The schema of `schemaId` if it is compiled, moved last (the map is in order of use). */
+  /**
+   * The schema of `schemaId` if it is compiled, moved last (the map is in order of use) unless it is last
+   * already. A move of a map's only entry makes its table anew (V8 shrinks it as the entry is deleted): at
+   * every write of a typed collection, the churn ../../http/responses.ts keeps out of the collector's way.
+   */
   private kept(schemaId: number): Compiled | undefined {
     const kept = this.validators.get(schemaId);
-    if (kept) {
+    if (kept && this.lastUsed !== schemaId) {
       this.validators.delete(schemaId);
       this.validators.set(schemaId, kept);
+      this.lastUsed = schemaId;
     }
     return kept;
   }
