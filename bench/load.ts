@@ -31,6 +31,7 @@ if (warmupSeconds > 0) {
 const latencies: number[] = [];
 const statusCodes: Record<string, number> = {};
 const started = monotonicUs();
+const cpuAtStart = process.cpuUsage();
 // Without a callback autocannon answers its emitter made thenable; its types know only the promise.
 const instance = autocannon({ ...options, duration: durationSeconds }) as unknown as Instance & PromiseLike<Result>;
 instance.on('response', (_client, statusCode: number, _bytes, responseTimeMs: number) => {
@@ -39,6 +40,7 @@ instance.on('response', (_client, statusCode: number, _bytes, responseTimeMs: nu
 });
 const result = await instance;
 const finished = monotonicUs();
+const cpu = process.cpuUsage(cpuAtStart);
 
 latencies.sort((a, b) => a - b);
 const measured: Measured = {
@@ -50,6 +52,7 @@ const measured: Measured = {
   failures: result.errors + result.non2xx, // errors include timeouts
   statusCodes,
   windowUs: [started, finished],
+  loadCpuUsPerRequest: (cpu.user + cpu.system) / Math.max(1, result.requests.total),
 };
 process.stdout.write(`${JSON.stringify(measured)}\n`);
 

@@ -12,6 +12,8 @@ export interface Measured {
   statusCodes: Record<string, number>;
   /** The measured window, in microseconds of the monotonic clock that every process on the machine shares. */
   windowUs: [number, number];
+  /** The HTTP workloads (load.ts): the load generator's own CPU in the measured window, µs a request (on a host of two cores, a ratio can be bound by it). */
+  loadCpuUsPerRequest?: number;
   /** The feed workloads (fanout, idle-sockets): what their subscribers saw. */
   feed?: FeedMeasured;
   /** The webhook workloads (webhook-latency, webhook-throughput): what their receivers saw. */

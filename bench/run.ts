@@ -954,7 +954,7 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
   }
   const socketFailures = feed && Object.keys(feed.socketFailures).length ? `  sockets: ${JSON.stringify(feed.socketFailures)}` : '';
   say(
-    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${what}  RSS ${Math.round(peakRssKb / 1024)} MB${cpu ? `  CPU µs/req ${cpuCell(cpu)}` : ''}${failed}${socketFailures}`,
+    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${what}  RSS ${Math.round(peakRssKb / 1024)} MB${cpu ? `  CPU µs/req ${cpuCell(cpu)}` : ''}${measured.loadCpuUsPerRequest === undefined ? '' : `  load generator ${Math.round(measured.loadCpuUsPerRequest)}`}${failed}${socketFailures}`,
   );
 }
 
