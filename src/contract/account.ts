@@ -14,6 +14,7 @@ import { collectionPrefix, feedOperation, rowOperationId, rowOperations, rowType
 import { openApiTo31 } from './openapi-31.ts';
 import { openApiTo32 } from './openapi-32.ts';
 import { componentRef, type JsonObject, rowSchemas } from './row-schemas.ts';
+import { mapValues } from './status-maps.ts';
 
 /** A collection as the documents need it: its name, and its JSON Schema (2020-12), or null for none. */
 export interface CollectionContract {
@@ -147,12 +148,10 @@ function namesWithin(node: object): ReadonlySet<string> {
 function retarget(node: unknown, renamed: Record<string, string>): unknown {
   if (node === null || typeof node !== 'object' || !renames(node, renamed)) return node;
   if (Array.isArray(node)) return node.map((item) => retarget(item, renamed));
-  const out: JsonObject = {};
-  for (const [key, value] of Object.entries(node)) {
+  return mapValues(node as JsonObject, (value, key) => {
     const [, kind, name] = (key === '$ref' && typeof value === 'string' && localComponent.exec(value)) || [];
-    out[key] = name !== undefined && name in renamed ? `#/components/${kind}/${renamed[name]}` : retarget(value, renamed);
-  }
-  return out;
+    return name !== undefined && name in renamed ? `#/components/${kind}/${renamed[name]}` : retarget(value, renamed);
+  });
 }
 
 /** Whether a `$ref` within `node` names one of `renamed`. */
@@ -219,8 +218,7 @@ function collectionOperation(
 }
 
 /** `responses` with `change` made to each: a new object. */
-const eachResponse = (responses: JsonObject, change: (response: unknown) => unknown): JsonObject =>
-  Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, change(response)]));
+const eachResponse = (responses: JsonObject, change: (response: unknown) => unknown): JsonObject => mapValues(responses, change);
 
 /** A `$ref` to a link of the document's components. */
 const localLink = /^#\/components\/links\/(.+)$/;

@@ -10,6 +10,7 @@ import type { Claims, CompiledRules } from '../rules/compile.ts';
 import { OPERATIONS, type Operation } from '../rules/rules.ts';
 import { rowOperationId, rowOperations } from './names.ts';
 import { isObject, type JsonObject } from './row-schemas.ts';
+import { mapValues } from './status-maps.ts';
 import { withoutUnused } from './unused.ts';
 
 /** What a caller holding a publishable key may use of a collection, as its rules say for the caller's claims. */
@@ -245,18 +246,15 @@ function withoutDeadLinks(paths: JsonObject, components: JsonObject): void {
   for (const item of Object.values(paths) as JsonObject[]) {
     for (const [method, operation] of Object.entries(item)) {
       if (!isObject(operation) || !isObject(operation.responses)) continue;
-      const responses = Object.entries(operation.responses);
-      if (!responses.some(([, response]) => isObject(response) && isObject(response.links))) continue;
+      if (!Object.values(operation.responses).some((response) => isObject(response) && isObject(response.links))) continue;
       item[method] = {
         ...operation,
-        responses: Object.fromEntries(
-          responses.map(([status, response]) => {
-            if (!isObject(response) || !isObject(response.links)) return [status, response];
-            const { links, ...rest } = response;
-            const kept = Object.entries(links).filter(([, link]) => present.has(target(link)));
-            return [status, kept.length === 0 ? rest : { ...rest, links: Object.fromEntries(kept) }];
-          }),
-        ),
+        responses: mapValues(operation.responses, (response) => {
+          if (!isObject(response) || !isObject(response.links)) return response;
+          const { links, ...rest } = response;
+          const kept = Object.entries(links).filter(([, link]) => present.has(target(link)));
+          return kept.length === 0 ? rest : { ...rest, links: Object.fromEntries(kept) };
+        }),
       };
     }
   }

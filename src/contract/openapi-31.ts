@@ -16,6 +16,8 @@
 //
 // Everything else of openapi.yaml reads the same in 3.1.
 
+import { mapValues } from './status-maps.ts';
+
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 
@@ -76,10 +78,6 @@ function withSchemas(container: Json): Json {
   if (isObject(out.content)) out.content = mapValues(out.content, withSchemas);
   if (isObject(out.headers)) out.headers = mapValues(out.headers, withSchemas);
   return out;
-}
-
-function mapValues(object: JsonObject, transform: (value: Json) => Json): JsonObject {
-  return Object.fromEntries(Object.entries(object).map(([key, value]) => [key, transform(value)]));
 }
 
 /** An operation: its parameters, body and responses, each schema converted. */
