@@ -8,7 +8,7 @@
 // `304 Not Modified`, or serve the document it built for the same tag (cache.ts), before building one.
 import { createHash } from 'node:crypto';
 import { EXPANDED } from '../rows.ts';
-import { type CollectionView, type DocumentCaller, publishableOpenApi } from './caller.ts';
+import { type CollectionView, type DocumentCaller, grantsCopy, publishableOpenApi } from './caller.ts';
 import { publishableAsyncApi } from './caller-feed.ts';
 import { collectionPrefix, feedOperation, rowOperationId, rowOperations, rowTypeName } from './names.ts';
 import { openApiTo31 } from './openapi-31.ts';
@@ -319,7 +319,12 @@ export function accountOpenApi(
       );
       if (parameters.length > 0) copy.parameters = parameters;
       for (const method of METHODS) {
-        if (isObject(item[method])) copy[method] = collectionOperation(item[method], name, typed, renamed, baseLinks);
+        const generic = item[method];
+        if (!isObject(generic)) continue;
+        // A publishable key's caller is left only the copies it may call (caller.ts): the others are not made.
+        const callable = generic['x-rowbase-publishable'] === true && grantsCopy(view, generic.operationId as keyof typeof rowOperations);
+        if (caller.publishable && !callable) continue;
+        copy[method] = collectionOperation(generic, name, typed, renamed, baseLinks);
       }
       paths[path.replace('{collection_name}', name)] = copy;
     }

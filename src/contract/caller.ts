@@ -163,6 +163,7 @@ const HOLDS =
  */
 export function publishableOpenApi(document: JsonObject, collections: readonly ViewedCollection[]): JsonObject {
   const grants = grantsOf(collections);
+  const views = new Map(collections.map(({ name, view }) => [name, view]));
   const copies = new Map<string, { collection: string; generic: keyof typeof rowOperations }>();
   for (const { name } of collections) {
     for (const generic of Object.keys(rowOperations) as (keyof typeof rowOperations)[]) {
@@ -182,7 +183,7 @@ export function publishableOpenApi(document: JsonObject, collections: readonly V
       const id = String(operation.operationId);
       const copy = copies.get(id);
       if (copy) {
-        if (grants(RULE_OF[copy.generic]).includes(copy.collection)) kept[method] = secured(operation);
+        if (grantsCopy(views.get(copy.collection), copy.generic)) kept[method] = secured(operation);
         continue;
       }
       const rule = RULE_OF[id];
@@ -259,6 +260,14 @@ function withoutDeadLinks(paths: JsonObject, components: JsonObject): void {
     }
   }
 }
+
+/**
+ * Whether a publishable key's caller whose view of a collection is `view` may call the collection's copy of
+ * the row operation `generic` (one openapi.yaml marks `x-rowbase-publishable`): its rule grants some rows.
+ * The account's document makes no other copy for that caller (account.ts), and publishableOpenApi keeps no other.
+ */
+export const grantsCopy = (view: CollectionView | undefined, generic: keyof typeof rowOperations): boolean =>
+  view?.operations.includes(RULE_OF[generic]) ?? false;
 
 /** The operation with the publishable key's security, its query parameters too where it took the key there (the feed, the changes). */
 function secured(operation: JsonObject): JsonObject {
