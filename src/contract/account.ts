@@ -322,8 +322,10 @@ export function accountOpenApi(
         const generic = item[method];
         if (!isObject(generic)) continue;
         // A publishable key's caller is left only the copies it may call (caller.ts): the others are not made.
-        const callable = generic['x-rowbase-publishable'] === true && grantsCopy(view, generic.operationId as keyof typeof rowOperations);
-        if (caller.publishable && !callable) continue;
+        const made =
+          !caller.publishable ||
+          (generic['x-rowbase-publishable'] === true && grantsCopy(view, generic.operationId as keyof typeof rowOperations));
+        if (!made) continue;
         copy[method] = collectionOperation(generic, name, typed, renamed, baseLinks);
       }
       paths[path.replace('{collection_name}', name)] = copy;

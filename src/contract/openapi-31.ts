@@ -40,8 +40,7 @@ function schemaTo31(schema: Json): Json {
   for (const [key, value] of Object.entries(schema)) {
     if (SCHEMA_KEYWORDS.includes(key)) out[key] = schemaTo31(value);
     else if (SCHEMA_ARRAY_KEYWORDS.includes(key) && Array.isArray(value)) out[key] = value.map(schemaTo31);
-    else if (SCHEMA_MAP_KEYWORDS.includes(key) && isObject(value))
-      out[key] = Object.fromEntries(Object.entries(value).map(([name, member]) => [name, schemaTo31(member)]));
+    else if (SCHEMA_MAP_KEYWORDS.includes(key) && isObject(value)) out[key] = mapValues(value, schemaTo31);
     else out[key] = value;
   }
   for (const [flag, bound] of [
