@@ -116,7 +116,7 @@ const sharedListing = (collate: string): Listing => [
   ['addUsageSql', shared.addUsageSql],
   ['feedStartSql', shared.feedStartSql],
   ['latestSeqSql', shared.latestSeqSql],
-  ['eventSizesSql', shared.eventSizesSql],
+  ['boundedEventsSql', shared.boundedEventsSql],
   ['eventsSql', shared.eventsSql],
   ['onceAnswerSql', shared.onceAnswerSql],
   ['recordOnceSql', shared.recordOnceSql],

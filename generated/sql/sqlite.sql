@@ -168,9 +168,13 @@ from collections where account_id = ? and name = ?;
 -- latestSeqSql
 select last_seq from collections where id = ?;
 
--- eventSizesSql
-select seq, length(row) + coalesce(length(previous), 0) as size from events
-where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+-- boundedEventsSql
+select seq, type, row, previous, at, reason from (
+select seq, type, row, previous, at, reason, row_number() over page as n,
+  sum(length(row) + coalesce(length(previous), 0)) over page as chars
+from events where collection_id = ? and seq > ? and seq <= ?
+window page as (order by seq rows between unbounded preceding and current row) order by seq limit ?) p
+where n = 1 or chars <= ? order by seq;
 
 -- eventsSql
 select seq, type, row, previous, at, reason from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;

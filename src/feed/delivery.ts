@@ -14,10 +14,10 @@ import type { FeedView } from './view.ts';
 
 /** A committed change on its way to the subscribers: its event, and its messages as JSON and encoded once, when first asked for. */
 export class Delivery {
-  /** The JSON of each message of the change, by what it shows (shownFor). */
-  private readonly texts = new Map<string, string>();
-  /** Each message encoded, by encoding, then by what it shows. */
-  private readonly encoded = new Map<Encoding, Map<string, Buffer>>();
+  /** The JSON of each message of the change, by what it shows (shownFor); made when first asked for, as a page of changes reads each change once. */
+  private texts?: Map<string, string>;
+  /** Each message encoded, by encoding, then by what it shows; made when first asked for (a page of changes encodes none). */
+  private encoded?: Map<Encoding, Map<string, Buffer>>;
 
   constructor(
     private readonly collection: string,
@@ -44,6 +44,7 @@ export class Delivery {
   encodedFor(view: FeedView, encoding: Encoding): Buffer | undefined {
     const shown = this.shownFor(view);
     if (!shown) return undefined;
+    this.encoded ??= new Map();
     let encoded = this.encoded.get(encoding);
     if (!encoded) {
       encoded = new Map();
@@ -86,6 +87,7 @@ export class Delivery {
   }
 
   private message(key: string, make: () => string): { key: string; text: string } {
+    this.texts ??= new Map();
     let text = this.texts.get(key);
     if (text === undefined) {
       text = make();

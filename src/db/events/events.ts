@@ -2,7 +2,14 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { EventRow, Row } from '../../rows.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, insertEventsWithReasonSql, latestSeqSql } from '../engine/sql/events.ts';
+import {
+  boundedEventsSql,
+  eventsSql,
+  feedStartSql,
+  insertEventsSql,
+  insertEventsWithReasonSql,
+  latestSeqSql,
+} from '../engine/sql/events.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
 
@@ -143,16 +150,8 @@ export interface EventPage {
 
 /** One page of the collection's events, in seq order. */
 export async function readEvents({ query }: Dialect, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
-  let upTo = page.upTo ?? Number.MAX_SAFE_INTEGER;
-  if (page.maxChars !== undefined) {
-    const sizes = await query<{ seq: number | string; size: number | string }>(eventSizesSql, [collectionId, page.after, upTo, page.limit]);
-    let total = 0;
-    for (const [index, { seq, size }] of sizes.entries()) {
-      total += Number(size);
-      if (index > 0 && total > page.maxChars) break;
-      upTo = Number(seq);
-    }
-  }
+  const { after, limit, maxChars } = page;
+  const upTo = page.upTo ?? Number.MAX_SAFE_INTEGER;
   const rows = await query<{
     seq: number | string;
     type: EventType;
@@ -160,7 +159,10 @@ export async function readEvents({ query }: Dialect, collectionId: number, page:
     previous: string | null;
     at: string;
     reason: EventReason | null;
-  }>(eventsSql, [collectionId, page.after, upTo, page.limit]);
+  }>(
+    maxChars === undefined ? eventsSql : boundedEventsSql,
+    maxChars === undefined ? [collectionId, after, upTo, limit] : [collectionId, after, upTo, limit, maxChars],
+  );
   return rows.map(
     (event) =>
       new ReadEvent(collectionId, Number(event.seq), event.type, event.at, event.reason ?? undefined, {

@@ -142,6 +142,10 @@ describeEachBackend('events (data layer)', (backend) => {
       expect(await page(3, 10)).to.deep.equal([4]);
       expect(await page(8, 10_000)).to.deep.equal([9, 10]);
       expect(await page(10, 10_000)).to.deep.equal([]);
+      const bounded = (after: number, upTo: number, limit: number) =>
+        server.store.readEvents(collectionId, { after, upTo, limit, maxChars: 10_000 }).then((events) => events.map((event) => event.seq));
+      expect(await bounded(0, 10, 2), 'the limit before the characters').to.deep.equal([1, 2]);
+      expect(await bounded(4, 6, 100), 'no event past upTo').to.deep.equal([5, 6]);
     });
   });
 
