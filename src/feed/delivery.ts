@@ -14,8 +14,8 @@ import type { FeedView } from './view.ts';
 
 /** A committed change on its way to the subscribers: its event, and its messages as JSON and encoded once, when first asked for. */
 export class Delivery {
-  /** The JSON of each message of the change, by what it shows (shownFor); made when first asked for, as a page of changes reads each change once. */
-  private texts?: Map<string, string>;
+  /** The JSON of each message of the change, by what it shows (shownFor). */
+  private readonly texts = new Map<string, string>();
   /** Each message encoded, by encoding, then by what it shows; made when first asked for (a page of changes encodes none). */
   private encoded?: Map<Encoding, Map<string, Buffer>>;
 
@@ -87,7 +87,6 @@ export class Delivery {
   }
 
   private message(key: string, make: () => string): { key: string; text: string } {
-    this.texts ??= new Map();
     let text = this.texts.get(key);
     if (text === undefined) {
       text = make();
