@@ -134,6 +134,7 @@ function pageListing(
   source: Pick<PageSource, 'orderedPage' | 'filteredSortedPage' | 'sortedPage' | 'sortedPageAfter'>,
   order: Direction,
 ): Listing {
+  const plain = sortedListing(source, order, false);
   return [
     [`orderedPage(by id, ${order})`, source.orderedPage(byName(1, 'c'), page('id', order)).sql],
     [`orderedPage(by a field, ${order})`, source.orderedPage(byName(1, 'c'), page('n', order)).sql],
@@ -154,14 +155,28 @@ function pageListing(
       `filteredSortedPage(${order})`,
       source.filteredSortedPage({ collectionId: 1, slot: 0, order, bounds: raw('<bounds>') }, raw('<filter>'), 50, 0, NOW).sql,
     ],
-    ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, source.sortedPage(1, 0, order, range, 50, 0, NOW).sql]),
+    ...plain,
+    // Where the dialect writes a page of a collection with a time to live otherwise.
+    ...sortedListing(source, order, true).filter(([, text], index) => text !== plain[index][1]),
+  ];
+}
+
+/** The statements of pages through a sort index in `order`, of a collection last seen with a time to live when `expiring`. */
+function sortedListing(source: Pick<PageSource, 'sortedPage' | 'sortedPageAfter'>, order: Direction, expiring: boolean): Listing {
+  const collection = { id: 1, expiring };
+  const of = expiring ? ', of a collection with a time to live' : '';
+  return [
     ...ranges.map((range): [string, string] => [
-      `sortedPage(${order}, ${range}, past an offset)`,
-      source.sortedPage(1, 0, order, range, 50, 100, NOW).sql,
+      `sortedPage(${order}, ${range}${of})`,
+      source.sortedPage(collection, 0, order, range, 50, 0, NOW).sql,
+    ]),
+    ...ranges.map((range): [string, string] => [
+      `sortedPage(${order}, ${range}, past an offset${of})`,
+      source.sortedPage(collection, 0, order, range, 50, 100, NOW).sql,
     ]),
     ...places.map(([kind, place]): [string, string] => [
-      `sortedPageAfter(${order}, after ${kind})`,
-      source.sortedPageAfter(1, 0, order, place, 50, NOW)?.sql ?? '',
+      `sortedPageAfter(${order}, after ${kind}${of})`,
+      source.sortedPageAfter(collection, 0, order, place, 50, NOW)?.sql ?? '',
     ]),
   ];
 }

@@ -18,7 +18,7 @@ select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) 
 insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
 
 -- collectionSql
-select id, row_count, sorted from collections where account_id = ? and name = ?;
+select id, row_count, sorted, ttl_field from collections where account_id = ? and name = ?;
 
 -- deleteRowSql
 delete from rows where collection_id = ? and id = ? and (expires_at is null or expires_at > ?) returning data, version;
@@ -466,6 +466,86 @@ from (select * from (select * from (select * from (select 0 as part, rank, num, 
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
+-- sortedPage(asc, all, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2  and (r.expires_at is null or r.expires_at > $4)
+  order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3 offset $5) k;
+
+-- sortedPage(asc, present, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank < 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3 offset $5) k;
+
+-- sortedPage(asc, missing, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank = 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3 offset $5) k;
+
+-- sortedPage(asc, all, past an offset, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2  and (r.expires_at is null or r.expires_at > $4)
+  order by rank asc, num asc, str asc, row_id asc limit 200) cut limit $3 offset $5) k;
+
+-- sortedPage(asc, present, past an offset, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank < 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank asc, num asc, str asc, row_id asc limit 200) cut limit $3 offset $5) k;
+
+-- sortedPage(asc, missing, past an offset, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank = 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank asc, num asc, str asc, row_id asc limit 200) cut limit $3 offset $5) k;
+
+-- sortedPageAfter(asc, after a number, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id > $6 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num > $7 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank > $5 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k2 limit 50) cut limit $3) k;
+
+-- sortedPageAfter(asc, after a string, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id > $6 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str > $7 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank > $5 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k2 limit 50) cut limit $3) k;
+
+-- sortedPageAfter(asc, after an object, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank > $5 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k1 limit 50) cut limit $3) k;
+
+-- sortedPageAfter(asc, after a missing value, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id > $6 and (r.expires_at is null or r.expires_at > $4) order by rank asc, num asc, str asc, row_id asc limit 50) cut limit $3) k0 limit 50) cut limit $3) k;
+
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
@@ -653,6 +733,92 @@ from (select * from (select * from (select * from (select 0 as part, rank, num, 
     where collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and ((select ttl_field from collections where id = $1) is null
     or coalesce((select (x.expires_at is null or x.expires_at > $4) from rows x where x.collection_id = $1 and x.id = row_id), true)) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0 limit 50) cut limit $3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
+
+-- sortedPage(desc, all, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2  and (r.expires_at is null or r.expires_at > $4)
+  order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3 offset $5) k;
+
+-- sortedPage(desc, present, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank < 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3 offset $5) k;
+
+-- sortedPage(desc, missing, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank = 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3 offset $5) k;
+
+-- sortedPage(desc, all, past an offset, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2  and (r.expires_at is null or r.expires_at > $4)
+  order by rank desc, num desc, str desc, row_id desc limit 200) cut limit $3 offset $5) k;
+
+-- sortedPage(desc, present, past an offset, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank < 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank desc, num desc, str desc, row_id desc limit 200) cut limit $3 offset $5) k;
+
+-- sortedPage(desc, missing, past an offset, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r where k.collection_id = $1 and slot = $2 and rank = 5 and (r.expires_at is null or r.expires_at > $4)
+  order by rank desc, num desc, str desc, row_id desc limit 200) cut limit $3 offset $5) k;
+
+-- sortedPageAfter(desc, after a number, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num = $7 and str is null and row_id < $6 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num < $7 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank < $5 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k2
+  union all select * from (select * from (select 3 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = 5 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k3 limit 50) cut limit $3) k;
+
+-- sortedPageAfter(desc, after a string, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str = $7 and row_id < $6 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str < $7 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank < $5 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k2
+  union all select * from (select * from (select 3 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = 5 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k3 limit 50) cut limit $3) k;
+
+-- sortedPageAfter(desc, after an object, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0
+  union all select * from (select * from (select 1 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank < $5 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k1
+  union all select * from (select * from (select 2 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = 5 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k2 limit 50) cut limit $3) k;
+
+-- sortedPageAfter(desc, after a missing value, of a collection with a time to live)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = $1) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select * from (select * from (select 0 as part, k.rank, k.num, k.str, k.row_id, r.id, r.data from sort_keys k cross join lateral (select id, data, expires_at from rows where collection_id = $1 and id = k.row_id offset 0) r
+    where k.collection_id = $1 and slot = $2 and rank = $5 and num is null and str is null and row_id < $6 and (r.expires_at is null or r.expires_at > $4) order by rank desc, num desc, str desc, row_id desc limit 50) cut limit $3) k0 limit 50) cut limit $3) k;
 
 -- relatedRows(to-one, by id)
 select rows.id as k, 1 as n, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end as json from rows

@@ -18,7 +18,7 @@ select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) 
 insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
 
 -- collectionSql
-select id, row_count, sorted from collections where account_id = ? and name = ?;
+select id, row_count, sorted, ttl_field from collections where account_id = ? and name = ?;
 
 -- deleteRowSql
 delete from rows where collection_id = ? and id = ? and (expires_at is null or expires_at > ?) returning data, version;

@@ -632,6 +632,60 @@ describe('rows that expire, two instances on one PostgreSQL database', () => {
     await skipWithoutPostgres(this);
   });
 
+  // A page through a sort index is read by one statement or another by whether its instance last saw the
+  // collection with a time to live (src/db/collections/sort-indexes.ts, KnownCollection): the other
+  // instance's change of it is not seen, and each statement still reads only the rows that live.
+  it('pages through a sort index on one instance pass the expired rows by once the other sets a time to live, and show them once it is removed', async () => {
+    const database = await createDatabase('postgres', { migrated: true });
+    const overrides = { expirySweepIntervalMs: 3_600_000, sortIndexMinRows: 0 };
+    const one = await startTestServer(overrides, { backend: 'postgres', database });
+    const two = await startTestServer(overrides, { backend: 'postgres', database: { ...database, drop: async () => {} } });
+    try {
+      const [reader, owner] = [await one.client('shared'), await two.client('shared')];
+      expect((await owner.post('/v1/collections', { name: 'carts' })).status).to.equal(201);
+      const rows = Array.from({ length: 8 }, (_, n) => ({ n, expires_at: n % 2 === 0 ? past : future }));
+      expect((await owner.post('/v1/collections/carts/rows', rows)).status).to.equal(201);
+      const pages = async () => {
+        const read = [];
+        for (const order of ['asc', 'desc']) {
+          const first = await reader.get<Row[]>(`/v1/collections/carts/rows?order_by=n&order=${order}&limit=3`);
+          expect(first.status, first.text).to.equal(200);
+          const rest = await walkedN(reader, nextLink(first) as string);
+          const offset = await reader.get<Row[]>(`/v1/collections/carts/rows?order_by=n&order=${order}&limit=2&offset=2`);
+          read.push(
+            [...first.body.map((row) => row.n), ...rest],
+            offset.body.map((row) => row.n),
+          );
+        }
+        return read;
+      };
+      // Each order's walk, then its page past an offset of 2.
+      const every = [
+        [0, 1, 2, 3, 4, 5, 6, 7],
+        [2, 3],
+        [7, 6, 5, 4, 3, 2, 1, 0],
+        [5, 4],
+      ];
+      const living = [
+        [1, 3, 5, 7],
+        [5, 7],
+        [7, 5, 3, 1],
+        [3, 1],
+      ];
+      expect(await pages()).to.deep.equal(every);
+      expect((await owner.put('/v1/collections/carts/ttl', { field: 'expires_at' })).status).to.equal(200);
+      expect(await pages()).to.deep.equal(living);
+      // Seen by the reader now with its time to live (its own put), then removed by the other.
+      expect((await reader.put('/v1/collections/carts/ttl', { field: 'expires_at' })).status).to.equal(200);
+      expect(await pages()).to.deep.equal(living);
+      expect((await owner.delete('/v1/collections/carts/ttl')).status).to.equal(204);
+      expect(await pages()).to.deep.equal(every);
+    } finally {
+      await two.stop();
+      await one.stop();
+    }
+  });
+
   it('deletes each expired row once, with one event, while both sweep at once', async () => {
     const database = await createDatabase('postgres', { migrated: true });
     const overrides = { expirySweepIntervalMs: 3_600_000 };

@@ -16,6 +16,14 @@ const MAX_KNOWN = 10_000;
 const RANGE_TTL_MS = 500;
 
 /**
+ * A collection as a page last saw it: its id, the fields of its sort indexes by slot, and whether it had a
+ * time to live (docs/expiry.md). A page picks its statement by `expiring`, and each of them reads only the
+ * rows that live whether or not it has one now: one that was set or removed since is a page slower, never
+ * wrong.
+ */
+export type KnownCollection = { id: number; sorted: SortedEntry[]; expiring: boolean };
+
+/**
  * The sort indexes this process has seen collections have: each collection's id and indexed fields, by
  * account and name. Never wrong in a way that shows: a collection's indexes are only ever added to, and
  * a page read through a remembered id whose collection is gone (its seq, read by the same statement,
@@ -23,21 +31,28 @@ const RANGE_TTL_MS = 500;
  * again under a new id, by another instance).
  */
 export class KnownIndexes {
-  private readonly known = new Map<string, { id: number; sorted: SortedEntry[] }>();
+  private readonly known = new Map<string, KnownCollection>();
   /** Whether a range of an index held many keys, by the range (largeRange()), and when it was counted. */
   private readonly ranges = new Map<string, { large: boolean; at: number }>();
   /** By collection id: the fields it had a unique index of, each alone, when last seen (uniqueFields()). */
   private readonly uniques = new Map<number, readonly string[]>();
 
-  get(accountId: number, name: string) {
+  get(accountId: number, name: string): KnownCollection | undefined {
     return this.known.get(`${accountId}/${name}`);
   }
 
-  set(accountId: number, name: string, id: number, sorted: SortedEntry[]): void {
+  set(accountId: number, name: string, collection: KnownCollection): void {
     const key = `${accountId}/${name}`;
     this.known.delete(key);
     if (this.known.size >= MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);
-    this.known.set(key, { id, sorted });
+    this.known.set(key, collection);
+  }
+
+  /** Notes that the collection has a time to live now, or none (`expiring`), if it is known. */
+  setExpiring(accountId: number, name: string, expiring: boolean): void {
+    const key = `${accountId}/${name}`;
+    const known = this.known.get(key);
+    if (known) this.known.set(key, { ...known, expiring });
   }
 
   /**

@@ -6,6 +6,7 @@ import { checkTtlField, type Ttl } from '../../expiry/ttl.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { PagedDialect } from '../engine/read-port.ts';
 import { schemaTextSql } from '../engine/sql/collections.ts';
 import {
   clearExpiriesSql,
@@ -31,7 +32,7 @@ export async function getTtl({ query }: Dialect, accountId: number, collection: 
  * in the field (checkTtlField), 409 when a relation that restricts deletes names its rows, 404 when
  * there is no such collection.
  */
-export async function putTtl(db: Dialect, accountId: number, collection: string, ttl: Ttl, once?: Once<Ttl>): Promise<Ttl> {
+export async function putTtl(db: PagedDialect, accountId: number, collection: string, ttl: Ttl, once?: Once<Ttl>): Promise<Ttl> {
   await db.rows.writeSeveral(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
     await putTtlIn(db, trx, accountId, collection, ttl);
@@ -41,7 +42,7 @@ export async function putTtl(db: Dialect, accountId: number, collection: string,
 }
 
 /** putTtl() inside the write `trx` (a declaration's apply runs it in its own). */
-export async function putTtlIn(db: Dialect, trx: WriteTx, accountId: number, collection: string, ttl: Ttl): Promise<void> {
+export async function putTtlIn(db: PagedDialect, trx: WriteTx, accountId: number, collection: string, ttl: Ttl): Promise<void> {
   const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
   const [schema] = schemaId === 0 ? [] : await db.run<{ schema: string }>(trx, schemaTextSql, [schemaId]);
   checkTtlField(ttl.field, schema && schema.schema !== '' ? JSON.parse(schema.schema) : undefined);
@@ -52,6 +53,7 @@ export async function putTtlIn(db: Dialect, trx: WriteTx, accountId: number, col
     );
   await db.run(trx, setTtlSql, [ttl.field, id]);
   await db.run(trx, db.refreshExpiriesSql, [id]);
+  db.pages.knownIndexes.setExpiring(accountId, collection, true);
 }
 
 /** Rows listed at most by expiredByTtlIn(). */
@@ -73,7 +75,7 @@ export async function expiredByTtlIn(db: Dialect, trx: WriteTx, id: number, fiel
 }
 
 /** The collection's rows expire no more; 404 when it had no time to live, or there is no such collection. */
-export async function deleteTtl(db: Dialect, accountId: number, collection: string, once?: Once<void>): Promise<void> {
+export async function deleteTtl(db: PagedDialect, accountId: number, collection: string, once?: Once<void>): Promise<void> {
   await db.rows.writeSeveral(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
     await deleteTtlIn(db, trx, accountId, collection);
@@ -82,12 +84,13 @@ export async function deleteTtl(db: Dialect, accountId: number, collection: stri
 }
 
 /** deleteTtl() inside the write `trx` (a declaration's apply runs it in its own). */
-export async function deleteTtlIn(db: Dialect, trx: WriteTx, accountId: number, collection: string): Promise<void> {
+export async function deleteTtlIn(db: PagedDialect, trx: WriteTx, accountId: number, collection: string): Promise<void> {
   const { id } = await advance(db, trx, accountId, collection, 0);
   const [row] = await db.run<{ ttl_field: string | null }>(trx, collectionTtlSql, [accountId, collection]);
   if (!row || row.ttl_field === null) throw ttlNotFound(collection);
   await db.run(trx, setTtlSql, [null, id]);
   await db.run(trx, clearExpiriesSql, [id]);
+  db.pages.knownIndexes.setExpiring(accountId, collection, false);
 }
 
 /**

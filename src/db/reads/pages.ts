@@ -8,6 +8,7 @@ import { type Filter, rankedSearch, without } from '../../query/filter.ts';
 import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/order.ts';
 import type { Relevance } from '../../query/select.ts';
 import { EXPANDED, type Json, type JsonBytes, type Row } from '../../rows.ts';
+import type { KnownCollection } from '../collections/sort-indexes.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { pairSlot, type SortedEntry } from '../engine/sorted.ts';
@@ -74,7 +75,7 @@ type RelatedPagePart = Omit<PagePart, 'json'> & {
   apart?: number | boolean | null;
   last_id?: number | string | null;
 };
-type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
+type CollectionRow = { id: number | string; row_count: number | string; sorted: string; ttl_field: string | null };
 type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
 
 /** One page of rows; 404 when the collection does not exist. */
@@ -235,16 +236,14 @@ const wantsPair = (source: PageSource, sorted: readonly SortedEntry[], { fields 
  */
 async function pairedPage(
   source: PageSource,
-  { id, sorted }: { id: number; sorted: readonly SortedEntry[] },
+  { id, sorted, expiring }: KnownCollection,
   page: LivePage,
   { fields, prefix }: PairAsk,
 ): Promise<RowsPage | undefined> {
   const slot = pairSlot(sorted, fields[0], fields[1]);
   if (slot < 0) return undefined;
-  const { direction } = page.order[0];
-  const { json, n, seq, exact } = page.after
-    ? await pageAfter({ source, collectionId: id, slot, order: direction, now: page.now, prefix }, page.after, page.limit)
-    : await sortedPage(source, id, slot, direction, page, prefix);
+  const index: SortIndex = { source, collectionId: id, expiring, slot, order: page.order[0].direction, now: page.now, prefix };
+  const { json, n, seq, exact } = page.after ? await pageAfter(index, page.after, page.limit) : await sortedPage(index, page);
   return seq !== null && exact ? { json, n, seq } : undefined;
 }
 
@@ -477,22 +476,22 @@ async function indexedPage(
   { field, direction }: SortKey,
 ): Promise<RowsPage | undefined> {
   const { knownIndexes } = source;
-  const read = (collectionId: number, slot: number) =>
-    page.after
-      ? pageAfter({ source, collectionId, slot, order: direction, now: page.now }, page.after, page.limit)
-      : sortedPage(source, collectionId, slot, direction, page);
+  const read = ({ id, expiring }: KnownCollection, slot: number) => {
+    const index: SortIndex = { source, collectionId: id, expiring, slot, order: direction, now: page.now };
+    return page.after ? pageAfter(index, page.after, page.limit) : sortedPage(index, page);
+  };
   // A collection known to have the index: its page at once, unless the collection of that id is gone
   // (ids are never reused: the name may now be another collection's, or none).
   const known = knownIndexes.get(accountId, collection);
   const knownSlot = known?.sorted.indexOf(field) ?? -1;
   if (known && knownSlot >= 0) {
-    const { json, n, seq, exact } = await read(known.id, knownSlot);
+    const { json, n, seq, exact } = await read(known, knownSlot);
     if (seq !== null) return exact ? { json, n, seq } : undefined;
   }
   const index = await lookUpIndex(source, accountId, collection, [field]);
   const slot = index.sorted.indexOf(field);
   if (slot < 0) return undefined;
-  const { json, n, seq, exact } = await read(index.id, slot);
+  const { json, n, seq, exact } = await read(index, slot);
   // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
   return seq !== null && exact ? { json, n, seq } : undefined;
 }
@@ -509,7 +508,7 @@ export async function lookUpIndex(
   collection: string,
   fields: readonly string[],
   pair?: readonly [string, string],
-): Promise<{ id: number; sorted: SortedEntry[] }> {
+): Promise<KnownCollection> {
   const { sortIndexes } = source;
   const [found] = await source.read<CollectionRow>(collectionSql, [accountId, collection], 'point');
   if (!found) throw collectionNotFound(collection);
@@ -520,9 +519,9 @@ export async function lookUpIndex(
     const slot = await source.makeSortIndex(accountId, collection, wanted, sortIndexes.max);
     if (slot === sorted.length) sorted.push(wanted);
   }
-  const id = Number(found.id);
-  source.knownIndexes.set(accountId, collection, id, sorted);
-  return { id, sorted };
+  const known = { id: Number(found.id), sorted, expiring: found.ttl_field !== null };
+  source.knownIndexes.set(accountId, collection, known);
+  return known;
 }
 
 /**
@@ -530,15 +529,8 @@ export async function lookUpIndex(
  * rows missing the field, is one statement. One that reaches them reads the rest from the missing
  * ones, in the same snapshot, so that a change made meanwhile never shows half.
  */
-async function sortedPage(
-  source: PageSource,
-  collectionId: number,
-  slot: number,
-  order: Direction,
-  page: LivePage,
-  prefix?: string,
-): Promise<Joined> {
-  const index: SortIndex = { source, collectionId, slot, order, now: page.now, prefix };
+async function sortedPage(index: SortIndex, page: LivePage): Promise<Joined> {
+  const { source, order } = index;
   const present = await firstPart(source.read, index, page);
   if (order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
   return source.snapshot((read) => restOfDescendingPage(read, index, page));
@@ -549,8 +541,12 @@ async function sortedPage(
  * seeks the index to the place (../sql/pages.ts, sortedPages) and so reads no key before it. Not exact when
  * the index cannot find the place (then the page sorts whole).
  */
-async function pageAfter({ source, collectionId, slot, order, now, prefix }: SortIndex, place: Position, limit: number): Promise<Joined> {
-  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit, now, prefix);
+async function pageAfter(
+  { source, collectionId, expiring, slot, order, now, prefix }: SortIndex,
+  place: Position,
+  limit: number,
+): Promise<Joined> {
+  const statement = source.sortedPageAfter({ id: collectionId, expiring }, slot, order, place, limit, now, prefix);
   // A place the index cannot find exactly: read as a page whose order is not exact, sorted whole.
   if (!statement) return { json: '[]', n: 0, seq: 0, exact: false };
   const [part] = await source.read<PagePart>(statement.sql, statement.params);
@@ -575,6 +571,8 @@ async function restOfDescendingPage(read: SnapshotRead, index: SortIndex, page: 
 interface SortIndex {
   source: PageSource;
   collectionId: number;
+  /** Whether the collection had a time to live when last seen (KnownCollection): which statement reads it. */
+  expiring: boolean;
   slot: number;
   order: Direction;
   now: number;
@@ -589,12 +587,12 @@ const firstPart = (read: SnapshotRead, index: SortIndex, page: LivePage) =>
 /** The rows of `range` in the sort index, from `offset`, at most `limit`, as one part of a page. */
 async function readPart(
   read: SnapshotRead,
-  { source, collectionId, slot, order, now, prefix }: SortIndex,
+  { source, collectionId, expiring, slot, order, now, prefix }: SortIndex,
   range: KeyRange,
   limit: number,
   offset: number,
 ) {
-  const { sql, params } = source.sortedPage(collectionId, slot, order, range, limit, offset, now, prefix);
+  const { sql, params } = source.sortedPage({ id: collectionId, expiring }, slot, order, range, limit, offset, now, prefix);
   const [part] = await read<PagePart>(sql, params);
   return part;
 }

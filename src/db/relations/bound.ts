@@ -147,16 +147,21 @@ function boundRelated(
  * names hold unique.
  */
 export async function learnRelations({ source, schemas, accountId }: Binding, collection: string): Promise<void> {
-  type Found = { id: number | string; schema_id: number | string; sorted: string } & Partial<RelationRow>;
+  type Found = { id: number | string; schema_id: number | string; sorted: string; ttl_field: string | null } & Partial<RelationRow>;
   const found = await source.read<Found>(relationsOfNamedSql, [accountId, collection], 'point');
   if (found.length === 0) return;
   const [first] = found;
   schemas.note(accountId, collection, Number(first.schema_id));
   const { knownIndexes } = source;
-  knownIndexes.set(accountId, collection, Number(first.id), JSON.parse(first.sorted) as SortedEntry[]);
+  const known = (id: number | string, sorted: string, ttl: string | null) => ({
+    id: Number(id),
+    sorted: JSON.parse(sorted) as SortedEntry[],
+    expiring: ttl !== null,
+  });
+  knownIndexes.set(accountId, collection, known(first.id, first.sorted, first.ttl_field));
   for (const row of found.filter((each): each is Found & RelationRow => each.name != null)) {
-    knownIndexes.set(accountId, row.source_name, Number(row.collection_id), JSON.parse(row.source_sorted) as SortedEntry[]);
-    knownIndexes.set(accountId, row.target_name, Number(row.target_id), JSON.parse(row.target_sorted) as SortedEntry[]);
+    knownIndexes.set(accountId, row.source_name, known(row.collection_id, row.source_sorted, row.source_ttl));
+    knownIndexes.set(accountId, row.target_name, known(row.target_id, row.target_sorted, row.target_ttl));
     const uniques = JSON.parse(row.target_uniques) as UniqueIndexes;
     knownIndexes.setUniqueFields(
       Number(row.target_id),

@@ -34,7 +34,9 @@ export type RelationRow = {
   source_name: string;
   target_name: string;
   source_sorted: string;
+  source_ttl: string | null;
   target_sorted: string;
+  target_ttl: string | null;
   target_uniques: string;
 };
 

@@ -1,7 +1,8 @@
 // The plan PostgreSQL makes of a page read through a sort index of a collection with a time to live
-// (src/db/engine/sql/expiry.ts, liveKeyText): each key's row looked up by its primary key, before the
-// page's limit, as the page reads few keys, never a hash of the collection's expired rows, which a page
-// would build whole on each read.
+// (src/db/postgres/sql/reads.ts, sortedPage): each key's row read by its primary key, before the page's
+// limit, as the page reads few keys, never a hash of the collection's expired rows, which a page would
+// build whole on each read; once a key when the collection was seen with its time to live, else looked up
+// for its expiry (src/db/engine/sql/expiry.ts, liveKeyText) and again for its text.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { getRowSql, sortedPage } from '../../../src/db/postgres/sql/reads.ts';
@@ -62,13 +63,27 @@ describe('a page of a collection with a time to live, planned by PostgreSQL', ()
 
   // As in a database in service: the statistics were taken while `rows` held only rows that never
   // expire; then a collection of 1,000 rows, a tenth of them with an expiry, and its sort index on score.
+  // A collection last seen without a time to live (one set since): its keys' rows looked up to be tested.
   it("looks each key's row up by its primary key, in the generic plan its named statement gets", async () => {
     await fill('lasting', 100, false);
     await store.knex.raw('analyze rows; analyze sort_keys');
     const expiring = await fill('expiring', 1000, true);
-    const { sql } = sortedPage(expiring, 0, 'desc', 'present', 50, 0, 500);
+    const { sql } = sortedPage({ id: expiring, expiring: false }, 0, 'desc', 'present', 50, 0, 500);
     const plan = await genericPlan(sql, 'integer, integer, integer, bigint, integer', `${expiring}, 0, 50, 500, 0`);
     expect(plan).to.match(/Index Scan using rows_pkey on rows x/);
+    expect(plan).not.to.include('hashed SubPlan');
+    expect(plan).not.to.include('rows_expiry');
+  });
+
+  // Seen with one: each key joined with its row once, inside the keys' cut, the expiry tested on the row read.
+  it('joins each key with its row once when the collection was seen with a time to live', async () => {
+    await fill('lasting', 100, false);
+    await store.knex.raw('analyze rows; analyze sort_keys');
+    const expiring = await fill('expiring', 1000, true);
+    const { sql } = sortedPage({ id: expiring, expiring: true }, 0, 'desc', 'present', 50, 0, 500);
+    const plan = await genericPlan(sql, 'integer, integer, integer, bigint, integer', `${expiring}, 0, 50, 500, 0`);
+    expect(plan.match(/Index Scan using rows_pkey on rows/g)).to.have.length(1);
+    expect(plan).to.match(/Index Only Scan Backward using sort_keys_order on sort_keys k/);
     expect(plan).not.to.include('hashed SubPlan');
     expect(plan).not.to.include('rows_expiry');
   });

@@ -22,13 +22,20 @@ export type KeyRange = 'all' | 'present' | 'missing';
 const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', missing: 'and rank = 5' };
 
 /**
+ * The collection a page reads through a sort index: its id, and whether it had a time to live when last seen
+ * (KnownCollection, ../../collections/sort-indexes.ts), by which a dialect may write the statement for it.
+ * Either statement reads only the rows that live.
+ */
+type IndexedCollection = { id: number; expiring: boolean };
+
+/**
  * The statements that read a page of a sort index's keys (sortedPages()). With `prefix`, the index in
  * `slot` is a pair's (../sorted.ts), and the keys read are those within that prefix alone.
  */
 export interface SortedPages {
   /** The rows of `range` in the sort index in `slot` that live at `now`, from `offset`, at most `limit`; its one row is a PagePart. */
   sortedPage(
-    collectionId: number,
+    collection: IndexedCollection,
     slot: number,
     order: Direction,
     range: KeyRange,
@@ -43,7 +50,7 @@ export interface SortedPages {
    * exactly (on PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
    */
   sortedPageAfter(
-    collectionId: number,
+    collection: IndexedCollection,
     slot: number,
     order: Direction,
     place: Position,
@@ -352,12 +359,13 @@ interface KeysRead {
  * range or ranges as `read` reads them, in the page's order and cut to it. `order` is that order on the
  * keys `k` (with `k.part` first after a place); `collectionId` and `now` are the placeholders of the
  * collection's id and of the expiry now its rows live at; `skips`, whether the statement passes keys by
- * before its page (an offset past 0).
+ * before its page (an offset past 0); `expiring`, whether the collection had a time to live when last seen
+ * (IndexedCollection).
  */
 type SortedPageText = (
   keys: (read: KeysRead) => string,
   order: string,
-  at: { collectionId: string; now: string; skips: boolean },
+  at: { collectionId: string; now: string; skips: boolean; expiring: boolean },
 ) => string;
 
 /**
@@ -377,7 +385,7 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
   const limit = placeholder(bind, 'limit');
   // A pair's prefix, bound after the statement's other bindings (the `n`-th).
   const within = (pair: boolean, n: number) => (pair ? ` and prefix = ${bind.param(n)}` : '');
-  const rangeText = (dir: Direction, range: KeyRange, skips: boolean, pair: boolean, planned: number | undefined) =>
+  const rangeText = (dir: Direction, range: KeyRange, skips: boolean, expiring: boolean, pair: boolean, planned: number | undefined) =>
     text(
       (read) =>
         bind.cut(
@@ -388,11 +396,19 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
           planned,
         ),
       keyOrder('k.', dir),
-      { ...at, skips },
+      { ...at, skips, expiring },
     );
-  // By direction, range, whether the page starts past an offset, whether it is a pair's, and the count of rows planned.
+  // By direction, range, whether the page starts past an offset, whether the collection expires, whether it is a
+  // pair's, and the count of rows planned.
   const texts = new Map<string, string>();
-  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean, pair: boolean, planned: number | undefined) => {
+  const afterText = (
+    order: Direction,
+    column: PlaceColumn,
+    laterRanks: boolean,
+    expiring: boolean,
+    pair: boolean,
+    planned: number | undefined,
+  ) => {
     const ranges = rangesAfter(order, column, laterRanks, bind);
     // The place's value, when it has one, is the 7th binding.
     const prefix = within(pair, column === 'none' ? 7 : 8);
@@ -410,19 +426,20 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
     return text((read) => bind.cut(parts(read).join('\n      union all '), limit, undefined, planned), `k.part, ${keyOrder('k.', order)}`, {
       ...at,
       skips: false,
+      expiring,
     });
   };
   const afterTexts = new Map<string, string>();
   return {
-    sortedPage(id, slot, order, range, limit, offset, now, prefix) {
+    sortedPage({ id, expiring }, slot, order, range, limit, offset, now, prefix) {
       const planned = bind.plannedRows(offset + limit);
       const pair = prefix !== undefined;
-      const sql = kept(texts, `${order} ${range} ${offset > 0} ${pair} ${planned}`, () =>
-        rangeText(order, range, offset > 0, pair, planned),
+      const sql = kept(texts, `${order} ${range} ${offset > 0} ${expiring} ${pair} ${planned}`, () =>
+        rangeText(order, range, offset > 0, expiring, pair, planned),
       );
       return { sql, params: pair ? [id, slot, limit, now, offset, prefix] : [id, slot, limit, now, offset] };
     },
-    sortedPageAfter(id, slot, order, place, limit, now, prefix) {
+    sortedPageAfter({ id, expiring }, slot, order, place, limit, now, prefix) {
       const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
       const params: SqlValue[] = [id, slot, limit, now, rank, place.id];
       if (scalar !== null) {
@@ -434,8 +451,8 @@ export function sortedPages(text: SortedPageText, bind: KeyBinding): SortedPages
       const pair = prefix !== undefined;
       if (pair) params.push(prefix);
       const planned = bind.plannedRows(limit);
-      const sql = kept(afterTexts, `${order} ${column} ${rank < 5} ${pair} ${planned}`, () =>
-        afterText(order, column, rank < 5, pair, planned),
+      const sql = kept(afterTexts, `${order} ${column} ${rank < 5} ${expiring} ${pair} ${planned}`, () =>
+        afterText(order, column, rank < 5, expiring, pair, planned),
       );
       return { sql, params };
     },

@@ -5,8 +5,8 @@ import { keyOrder } from './collections.ts';
 import { liveKeySql, liveRowSql } from './expiry.ts';
 import { raw, type Sql, sql } from './template.ts';
 
-/** The account's collection by name, as a page ordered through a sort index needs it. */
-export const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
+/** The account's collection by name, as a page ordered through a sort index needs it (its time to live's field: KnownCollection). */
+export const collectionSql = 'select id, row_count, sorted, ttl_field from collections where account_id = ? and name = ?';
 
 /**
  * How many rows that live at `now` (ms since the epoch) have a value for the field of the sort index in

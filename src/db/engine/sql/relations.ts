@@ -13,7 +13,8 @@ export const relationsOfSql = `select ${relationColumns} from ${relationJoins} w
  * nulls beside them when it has none. No row: no such collection. One read where a filter through
  * relations made three.
  */
-export const relationsOfNamedSql = `select c.id, c.schema_id, c.sorted, ${relationColumns}, s.sorted as source_sorted, t.sorted as target_sorted, t.uniques as target_uniques
+export const relationsOfNamedSql = `select c.id, c.schema_id, c.sorted, c.ttl_field, ${relationColumns}, s.sorted as source_sorted, s.ttl_field as source_ttl,
+  t.sorted as target_sorted, t.ttl_field as target_ttl, t.uniques as target_uniques
   from collections c left join (${relationJoins}) on r.collection_id = c.id or r.target_id = c.id
   where c.account_id = ? and c.name = ? order by r.id`;
 /** Every relation of the account's collections (`?`), in the order they were declared. */

@@ -246,16 +246,33 @@ function relatedField(related: RelatedKey, collection: CollectionRef, now: numbe
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
  * `{ n, json, seq, exact }` (../../sql/pages.ts, sortedPages): `exact` whether every string key of the page is
  * shorter than POSTGRES_KEY_CHARS. Each key's row is read by its primary key (LATERAL, kept a subquery
- * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. Each key
- * is kept when its row lives (liveKeyText), a lookup of its own. A place's string is escaped as the
- * keys' are, and one as long as a key is cut at has no exact place in the index.
+ * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. A page of
+ * a collection last seen with a time to live joins each key with its row inside the keys' cut and keeps it
+ * when the row lives there, one lookup a row; of one without, the keys are cut first and each one's row
+ * read for its text after, each key kept when its row lives (liveKeyText: a lookup only when the
+ * collection has a time to live now), the rows' texts not carried through the cut
+ * (docs/performance.md, "PostgreSQL's expiry list: each key's row read once"). A place's string is escaped
+ * as the keys' are, and one as long as a key is cut at has no exact place in the index.
  */
 export const { sortedPage, sortedPageAfter } = sortedPages(
-  (keys, order, { collectionId, now }) => `select count(*) as n, ${pageJsonSql(order)} as json,
+  (keys, order, { collectionId, now, expiring }) => {
+    const row = (columns: string) => `(select ${columns} from rows where collection_id = ${collectionId} and id = k.row_id offset 0) r`;
+    const page = (from: string) => `select count(*) as n, ${pageJsonSql(order)} as json,
       (select last_seq from collections where id = ${collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
-    from (${keys({ columns: 'rank, num, str, row_id', from: 'sort_keys', collection: `collection_id = ${collectionId}`, live: liveKeyText(collectionId, now) })}) k
-    cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) r`,
+    from ${from}`;
+    if (expiring)
+      return page(
+        `(${keys({
+          columns: 'k.rank, k.num, k.str, k.row_id, r.id, r.data',
+          from: `sort_keys k cross join lateral ${row('id, data, expires_at')}`,
+          collection: `k.collection_id = ${collectionId}`,
+          live: liveRowText('r', now),
+        })}) k`,
+      );
+    return page(`(${keys({ columns: 'rank, num, str, row_id', from: 'sort_keys', collection: `collection_id = ${collectionId}`, live: liveKeyText(collectionId, now) })}) k
+    cross join lateral ${row('id, data')}`);
+  },
   {
     ...pageCut,
     param: (n) => `$${n}`,
