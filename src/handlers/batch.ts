@@ -65,17 +65,13 @@ export const batchHandlers: Handlers<'writeBatch'> = {
 
 /** A batch's operation as the store takes it; 400 naming it for what openapi.yaml cannot say of it. */
 function readOperation(operation: Operation, index: number, maxRows: number): BatchOperation {
-  const at = (member: string) => ({ in: 'body' as const, name: `/operations/${index}/${member}` });
-  const refused = (detail: string, member: string, message: string) => validationFailed(detail, [{ ...at(member), message }]);
   switch (operation.op) {
     case 'insert':
     case 'upsert':
       if (operation.rows.length > maxRows) {
-        throw refused(
-          `An operation holds at most ${maxRows} rows; operation ${index} has ${operation.rows.length}.`,
-          'rows',
-          `must NOT have more than ${maxRows} items`,
-        );
+        throw validationFailed(`An operation holds at most ${maxRows} rows; operation ${index} has ${operation.rows.length}.`, [
+          { ...memberAt(index, 'rows'), message: `must NOT have more than ${maxRows} items` },
+        ]);
       }
       return operation.op === 'insert'
         ? { op: 'insert', collection: operation.collection, rows: operation.rows }
@@ -85,12 +81,22 @@ function readOperation(operation: Operation, index: number, maxRows: number): Ba
         op: 'update',
         collection: operation.collection,
         id: operation.id,
-        patch: readPatch(operation.patch_format ?? 'merge', operation.patch, at('patch')),
-        ifMatch: ifMatchAt(operation.if_match, at('if_match')),
+        patch: readPatch(operation.patch_format ?? 'merge', operation.patch, memberAt(index, 'patch')),
+        ifMatch: ifMatchAt(operation.if_match, memberAt(index, 'if_match')),
       };
     case 'delete':
-      return { op: 'delete', collection: operation.collection, id: operation.id, ifMatch: ifMatchAt(operation.if_match, at('if_match')) };
+      return {
+        op: 'delete',
+        collection: operation.collection,
+        id: operation.id,
+        ifMatch: ifMatchAt(operation.if_match, memberAt(index, 'if_match')),
+      };
   }
+}
+
+/** Where in the body a member of operation `index` is, as a problem names it. */
+function memberAt(index: number, member: string): { in: 'body'; name: string } {
+  return { in: 'body', name: `/operations/${index}/${member}` };
 }
 
 /** The collections a batch names that the key may reach: another is not found, as outside a batch. */
