@@ -36,7 +36,7 @@ export const batchHandlers: Handlers<'writeBatch'> = {
         // A collection the key may not reach has no grant: its operation answers its 404.
         const grant = grants.get(operation.collection);
         if (!grant || operation.op === 'delete') continue;
-        const at = { in: 'body' as const, name: `/operations/${index}/${operation.op === 'update' ? 'patch' : 'on_conflict'}` };
+        const at = memberAt(index, operation.op === 'update' ? 'patch' : 'on_conflict');
         try {
           // The fields the rules fill from the caller's token, in every row it sends, before any check.
           if (operation.op !== 'update') read[index] = { ...operation, rows: operation.rows.map((fields) => grant.filled(fields)) };
