@@ -95,6 +95,7 @@ describeEachBackend('POST /v1/batch', (backend) => {
         ],
       });
       expect(answer.body.results[0].etags).to.have.length(2);
+      expect((await client.get(`/v1/collections/${people}/rows/1`)).headers.get('etag')).to.equal(answer.body.results[0].etags?.[0]);
       expect(answer.body.results[1].body).to.deep.equal({ id: 2, email: 'bob@example.com', name: 'Robert' });
     });
 
@@ -215,6 +216,10 @@ describeEachBackend('POST /v1/batch', (backend) => {
         expect(new Set(rows.map((row) => row.n)).size).to.equal(20);
         expect(await seqOf(name)).to.equal(40);
       }
+      // Each row's ETag as GET answers it.
+      const [first] = answers[0].body.results;
+      for (const [at, row] of (first.body as Row[]).entries())
+        expect((await client.get(`/v1/collections/${left}/rows/${row.id}`)).headers.get('etag')).to.equal(first.etags?.[at]);
     });
 
     it('replays the answer to a retry with the same Idempotency-Key, writing nothing again', async () => {
