@@ -36,11 +36,11 @@ export const batchHandlers: Handlers<'writeBatch'> = {
         // A collection the key may not reach has no grant: its operation answers its 404.
         const grant = grants.get(operation.collection);
         if (!grant || operation.op === 'delete') continue;
-        const at = memberAt(index, operation.op === 'update' ? 'patch' : 'on_conflict');
         try {
           // The fields the rules fill from the caller's token, in every row it sends, before any check.
           if (operation.op !== 'update') read[index] = { ...operation, rows: operation.rows.map((fields) => grant.filled(fields)) };
           if (operation.op === 'insert') continue;
+          const at = memberAt(index, operation.op === 'update' ? 'patch' : 'on_conflict');
           grant.checkReadable(
             operation.op === 'update'
               ? patchUses(operation.patch, at, grant.hideable)
