@@ -5,6 +5,7 @@
 // YAML has before the parser is given them, so that such a text is a 400 at once (docs/declarations.md,
 // "Refusals"), and the text is lexed once for both.
 import { CST, Lexer, Parser } from 'yaml';
+import { pointerToken } from '../query/filter.ts';
 
 /** The most flow collections (`[`, `{`) open at once; JSON bodies are held to as many (ROWBASE_MAX_JSON_DEPTH's default). */
 const MAX_FLOW_DEPTH = 64;
@@ -40,6 +41,25 @@ export function boundedCst(text: string): { cst: CST.Token[] } | NestingProblem 
   }
   for (const made of parser.end()) cst.push(made);
   return { cst };
+}
+
+/**
+ * Where the JSON value `value` (a declaration sent as an object) first nests more than MAX_FLOW_DEPTH
+ * objects and arrays deep, as its text would be refused (boundedCst), and how; undefined when it does not.
+ * Its place is a JSON Pointer into it.
+ */
+export function objectTooDeep(value: unknown): { pointer: string; problem: string } | undefined {
+  const deepest = (held: unknown, depth: number, pointer: string): string | undefined => {
+    if (held === null || typeof held !== 'object') return undefined;
+    if (depth > MAX_FLOW_DEPTH) return pointer;
+    for (const [key, item] of Object.entries(held)) {
+      const found = deepest(item, depth + 1, `${pointer}/${pointerToken(key)}`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  };
+  const pointer = deepest(value, 1, '');
+  return pointer === undefined ? undefined : { pointer, problem: `nests more than ${MAX_FLOW_DEPTH} objects and arrays deep` };
 }
 
 /** A function given the text's tokens in order, which answers the problem of the first that nests too deep. */

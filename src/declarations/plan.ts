@@ -53,7 +53,7 @@ export function planOptionsOf(config: Pick<Config, 'maxCollectionsPerAccount' | 
 
 /** A plan made earlier (its shape checked: openapi.yaml, DeclarationPlan), its declaration read again as a declaration's file is. */
 export async function storedPlan<P extends Plan>(plan: P): Promise<P> {
-  return { ...plan, declaration: await readDeclaration(JSON.stringify(plan.declaration)) };
+  return { ...plan, declaration: await readDeclaration(plan.declaration) };
 }
 
 /** The most token issuers an account holds (openapi.yaml, putIssuer). */

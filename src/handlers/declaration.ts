@@ -54,9 +54,9 @@ function wholeAccount(principal: Principal): void {
   if (principal.collections) throw forbidden("This key is limited to collections: a declaration is the whole account's.");
 }
 
-/** The declaration sent: its file's text, or the declaration as a JSON object, read alike (format.ts), a long one in a worker. */
+/** The declaration sent: its file's text (a long one read in a worker), or the declaration as a JSON object (format.ts). */
 function declarationOf(sent: DeclarationBody): Promise<Declaration> {
-  return readDeclaration(typeof sent === 'string' ? sent : JSON.stringify(sent));
+  return readDeclaration(sent);
 }
 
 /** The secrets the request sends, by variable; a variable it does not send is unset. */

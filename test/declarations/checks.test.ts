@@ -1,8 +1,9 @@
 // Declarations refused (src/declarations/format.ts, checks.ts): each a 400 (a 413 for its size) naming the
 // place wrong as a JSON Pointer into the file, before anything is read of the account or changed.
 import { expect } from 'chai';
+import { parse } from 'yaml';
 import { type CheckOptions, targetOf } from '../../src/declarations/checks.ts';
-import { parseDeclaration } from '../../src/declarations/format.ts';
+import { declarationOfObject, parseDeclaration } from '../../src/declarations/format.ts';
 import type { Model } from '../../src/declarations/model.ts';
 import type { ApiError } from '../../src/errors.ts';
 
@@ -13,10 +14,11 @@ const live: Model = {
   webhooks: {},
 };
 
-/** What refusing `text` answers: its status, and the place and message of its first error. */
-async function refusal(text: string): Promise<[number, string, string]> {
+/** What refusing `text` (or the object sent) answers: its status, and the place and message of its first error. */
+async function refusal(text: string | object): Promise<[number, string, string]> {
   try {
-    await targetOf(parseDeclaration(text), live, () => undefined, options);
+    const declaration = typeof text === 'string' ? parseDeclaration(text) : declarationOfObject(text);
+    await targetOf(declaration, live, () => undefined, options);
   } catch (error) {
     const { status, options: members } = error as ApiError;
     const [first] = (members.errors ?? []) as { name: string; message: string }[];
@@ -143,5 +145,60 @@ describe('declarations refused', () => {
     const [status, place] = await refusal(`collections:\n  b: {}\n  a:\n    relations:\n${relations}\n`);
     expect(status).to.equal(400);
     expect(place).to.match(/^\/collections\/(a|b)\/relations$/);
+  });
+});
+
+describe('declarations sent as JSON objects (read without yaml)', () => {
+  // Those a JSON object can be: no aliases, no key given twice, no comment.
+  const asObjects = scenarios.filter(({ text }) => !text.includes('&') && !text.startsWith('#') && !/a: \{\}\n {2}a:/.test(text));
+
+  it('holds scenarios to refuse as objects', () => {
+    expect(asObjects.length).to.be.greaterThan(scenarios.length - 4);
+  });
+
+  for (const { name, text, status, place, message } of asObjects) {
+    it(`refuses ${name} sent as an object as its text is refused, naming ${place || 'the declaration'}`, async () => {
+      const [answered, at, said] = await refusal(parse(text) as object);
+      expect([answered, at]).to.deep.equal([status, place]);
+      if (message) expect(said).to.match(message);
+    });
+  }
+
+  it('refuses an object over 1 MiB as its text (413)', async () => {
+    const [status] = await refusal({ collections: { a: { schema: { description: 'x'.repeat(1024 * 1024) } } } });
+    expect(status).to.equal(413);
+  });
+
+  it('refuses an object nested past the bound its text is held to, naming where, and takes one at the bound', async () => {
+    const nested = (depth: number): unknown => (depth === 0 ? 'leaf' : { d: nested(depth - 1) });
+    // The declaration, `collections` and the collection are three of the 64; the schema is the first of `nested`'s.
+    const [status, place, message] = await refusal({ collections: { a: { schema: nested(62) } } });
+    expect([status, message]).to.deep.equal([400, 'nests more than 64 objects and arrays deep']);
+    expect(place).to.equal(`/collections/a/schema${'/d'.repeat(61)}`);
+    // Its text, refused by the same bound.
+    const [textStatus, , textMessage] = await refusal(JSON.stringify({ collections: { a: { schema: nested(62) } } }));
+    expect([textStatus, textMessage]).to.deep.equal([400, 'nests more than 64 flow collections ([ or {) deep']);
+    // At the bound, refused for what the checks after the reading find, the same as its text.
+    const atTheBound = { collections: { a: { schema: nested(61) } } };
+    const [, , asObject] = await refusal(atTheBound);
+    expect(asObject).not.to.equal(message);
+    expect(await refusal(atTheBound)).to.deep.equal(await refusal(JSON.stringify(atTheBound)));
+  });
+
+  it('reads an object as the same declaration as its JSON text, and leaves the object as it was', () => {
+    const collections: Record<string, unknown> = {};
+    for (let i = 0; i < 100; i++)
+      collections[`c${i}`] = {
+        schema: { type: 'object', properties: { f: { type: 'string', maxLength: 200 + i }, n: { type: ['integer', 'null'] } } },
+        indexes: [{ fields: ['f'], unique: true }],
+        relations: { next: { field: 'n', collection: `c${(i + 1) % 100}` } },
+        rules: { read: true, create: 'authenticated', update: { owner: { $auth: 'sub' } } },
+      };
+    const sent = { $schema: 'https://rowbase.dev/schemas/declaration.schema.json', version: 1, collections };
+    const before = JSON.stringify(sent);
+    const read = declarationOfObject(sent);
+    expect(read).to.deep.equal(parseDeclaration(before));
+    expect(JSON.stringify(sent)).to.equal(before);
+    expect(read.collections).not.to.equal(sent.collections);
   });
 });

@@ -162,6 +162,21 @@ describeEachBackend('the declaration over HTTP', (backend) => {
       status: 400,
       place: '/declaration/collections/a/nope',
     },
+    {
+      name: 'an unknown member of a long declaration sent as JSON (read without yaml)',
+      body: {
+        declaration: {
+          collections: {
+            ...Object.fromEntries(
+              Array.from({ length: 300 }, (_, n) => [`c${n}`, { schema: { type: 'object', description: 'x'.repeat(50) } }]),
+            ),
+            a: { nope: 1 },
+          },
+        },
+      },
+      status: 400,
+      place: '/declaration/collections/a/nope',
+    },
     { name: 'text nested past the bounds', body: { declaration: `a: ${'['.repeat(100_000)}` }, status: 400, place: '/declaration' },
     { name: 'both a plan and a declaration', body: { declaration: 'version: 1\n', plan: aPlan() }, status: 400, place: '/plan' },
     { name: 'neither', body: { secrets: {} }, status: 400, place: '/plan' },
