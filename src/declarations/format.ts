@@ -123,13 +123,14 @@ export function parseDeclaration(text: string): Declaration {
  * `sent` is not changed.
  */
 export function declarationOfObject(sent: object): Declaration {
-  const text = JSON.stringify(sent);
-  withinBytes(text);
+  // Its depth first: made text, an object a body of some thousand levels may hold would be walked to its end.
   const deep = objectTooDeep(sent);
   if (deep)
     throw validationFailed(`The declaration nests too deep: what is at ${deep.pointer} ${deep.problem}.`, [
       place(deep.pointer, deep.problem),
     ]);
+  const text = JSON.stringify(sent);
+  withinBytes(text);
   return checked(JSON.parse(text));
 }
 
@@ -194,9 +195,8 @@ type ReadAnswer = { declaration: Declaration } | { refused: Pick<ApiError, 'code
  * account's requests waiting meanwhile. In the declarations' worker (aside.ts), which runs readAnswer();
  * its refusal is the same.
  */
-export async function readDeclaration(sent: string | object): Promise<Declaration> {
-  if (typeof sent !== 'string') return declarationOfObject(sent);
-  const text = sent;
+export async function readDeclaration(text: string | object): Promise<Declaration> {
+  if (typeof text !== 'string') return declarationOfObject(text);
   if (text.length < READ_ASIDE_BYTES) return parseDeclaration(text);
   const answer = await aside<ReadAnswer>({ readDeclaration: text });
   if ('declaration' in answer) return answer.declaration;

@@ -4,7 +4,7 @@
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Secrets } from '../declarations/checks.ts';
-import { type Declaration, declarationYaml, readDeclaration, SCHEMA_URL } from '../declarations/format.ts';
+import { declarationYaml, readDeclaration, SCHEMA_URL } from '../declarations/format.ts';
 import { applyPlan, makePlan, type Plan, planOptionsOf, pullDeclaration, storedPlan } from '../declarations/plan.ts';
 import { ApiError, forbidden, validationFailed } from '../errors.ts';
 import type { Handlers } from './types.ts';
@@ -20,7 +20,7 @@ export const declarationHandlers: Handlers<'getDeclaration' | 'planDeclaration' 
 
   async planDeclaration({ principal, body }, { store, config, documents }) {
     wholeAccount(principal);
-    const declaration = await under('/declaration', () => declarationOf(body.declaration));
+    const declaration = await under('/declaration', () => readDeclaration(body.declaration));
     const options = { ...planOptionsOf(config), documents };
     const plan = await under('/declaration', () => makePlan(store, principal.accountId, declaration, secretsOf(body.secrets), options));
     return { status: 200, body: plan };
@@ -42,7 +42,7 @@ export const declarationHandlers: Handlers<'getDeclaration' | 'planDeclaration' 
     const changes = await under(sent ? '/plan/declaration' : '/declaration', async () => {
       const plan = sent
         ? await storedPlan(sent)
-        : await makePlan(store, principal.accountId, await declarationOf(body.declaration as DeclarationBody), secrets, options);
+        : await makePlan(store, principal.accountId, await readDeclaration(body.declaration as DeclarationBody), secrets, options);
       return applyPlan(store, principal.accountId, plan, secrets, options);
     });
     return { status: 200, body: { changes } };
@@ -52,11 +52,6 @@ export const declarationHandlers: Handlers<'getDeclaration' | 'planDeclaration' 
 /** 403 for a key limited to collections: a declaration reaches the whole account (its issuers, its webhooks). */
 function wholeAccount(principal: Principal): void {
   if (principal.collections) throw forbidden("This key is limited to collections: a declaration is the whole account's.");
-}
-
-/** The declaration sent: its file's text (a long one read in a worker), or the declaration as a JSON object (format.ts). */
-function declarationOf(sent: DeclarationBody): Promise<Declaration> {
-  return readDeclaration(sent);
 }
 
 /** The secrets the request sends, by variable; a variable it does not send is unset. */
