@@ -195,10 +195,10 @@ type ReadAnswer = { declaration: Declaration } | { refused: Pick<ApiError, 'code
  * account's requests waiting meanwhile. In the declarations' worker (aside.ts), which runs readAnswer();
  * its refusal is the same.
  */
-export async function readDeclaration(text: string | object): Promise<Declaration> {
-  if (typeof text !== 'string') return declarationOfObject(text);
-  if (text.length < READ_ASIDE_BYTES) return parseDeclaration(text);
-  const answer = await aside<ReadAnswer>({ readDeclaration: text });
+export async function readDeclaration(sent: string | object): Promise<Declaration> {
+  if (typeof sent !== 'string') return declarationOfObject(sent);
+  if (sent.length < READ_ASIDE_BYTES) return parseDeclaration(sent);
+  const answer = await aside<ReadAnswer>({ readDeclaration: sent });
   if ('declaration' in answer) return answer.declaration;
   if ('refused' in answer) throw new ApiError(answer.refused.code, answer.refused.detail, answer.refused.options);
   throw new Error(`the reading of the declaration failed: ${answer.failed}`);

@@ -180,9 +180,9 @@ describe('declarations sent as JSON objects (read without yaml)', () => {
     expect([textStatus, textMessage]).to.deep.equal([400, 'nests more than 64 flow collections ([ or {) deep']);
     // At the bound, refused for what the checks after the reading find, the same as its text.
     const atTheBound = { collections: { a: { schema: nested(61) } } };
-    const [, , asObject] = await refusal(atTheBound);
-    expect(asObject).not.to.equal(message);
-    expect(await refusal(atTheBound)).to.deep.equal(await refusal(JSON.stringify(atTheBound)));
+    const asObject = await refusal(atTheBound);
+    expect(asObject[2]).not.to.equal(message);
+    expect(asObject).to.deep.equal(await refusal(JSON.stringify(atTheBound)));
   });
 
   it('reads an object as the same declaration as its JSON text, and leaves the object as it was', () => {
