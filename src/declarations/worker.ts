@@ -1,7 +1,7 @@
 // The entry of the declarations' worker thread (aside.ts; its own entry of the bundle, scripts/bundle.js):
 // it answers each job posted to it, one after the other, loading only the module of the work when first
-// asked (format.ts's reading, contract.ts's diff), the diff's as soon as a reading is answered: a plan's
-// diff follows its reading (plan.ts), and the module loads while the server checks the declaration read.
+// asked (format.ts's reading, contract.ts's diff), the diff's as soon as a declaration is read: a plan's diff
+// follows its reading (plan.ts), and the module loads while the server checks the declaration.
 // Loaded through the server's entry instead, the worker loaded the whole service (knex, the data layer)
 // first: seconds under load.
 import { getHeapSpaceStatistics } from 'node:v8';
@@ -15,8 +15,9 @@ async function answerOf(job: AsideJob): Promise<unknown> {
   if ('readDeclaration' in job) {
     const { readAnswer } = await import('./format.ts');
     const answer = readAnswer(job.readDeclaration);
-    // Once the answer is posted; a module that fails to load fails the diff that asks for it.
-    setImmediate(() => import('./contract.ts').catch(() => {}));
+    // Once the answer is posted, and only for a declaration read (a refused one is planned no further); a
+    // module that fails to load fails the diff that asks for it.
+    if ('declaration' in answer) setImmediate(() => import('./contract.ts').catch(() => {}));
     return answer;
   }
   const { diffAnswer } = await import('./contract.ts');
