@@ -4,8 +4,11 @@ import { expect } from 'chai';
 import { type ServeProcess, Workspace } from '../support/process.ts';
 import { watch } from '../support/watchdog.ts';
 
-/** Longer than the watchdog's line (2.5 s). */
-const STALL_MS = 3000;
+/**
+ * Longer than the watchdog's line (2.5 s) by more than a slow host takes off as this process's own delay
+ * (the answer waits unread meanwhile), and shorter than a probe's 5 s before it gives up.
+ */
+const STALL_MS = 4000;
 
 describe('the watchdog of the suites that drive writes', () => {
   let workspace: Workspace;
