@@ -26,6 +26,12 @@ export interface CollectionContract {
   relations?: readonly ContractRelation[];
   /** The field of its time to live (docs/expiry.md), whose meaning its row types say. Default: none. */
   ttl?: string | null;
+  /**
+   * Its operations made as outlines (outlineOf), for a diff that lists them added or removed and does not
+   * look into them (the plan's, of a collection one side holds alone: src/declarations/comparable.ts,
+   * withPathStandIns). Default: made whole.
+   */
+  outline?: boolean;
 }
 
 /** A relation of a collection, as its `<Prefix>Expand` needs it: its name, its kind, and the collection of its rows. */
@@ -119,19 +125,20 @@ function baseOf(base: object, version: AccountVersion): JsonObject {
 const localComponent = /^#\/components\/(schemas|requestBodies)\/(.+)$/;
 
 /**
- * The names of the schemas and request bodies that the `$ref`s within `node` name, found once for each
- * node: the base documents' parts, which every collection's copies are made of, are walked once.
+ * The schemas and request bodies that the `$ref`s within `node` name, each name with its kind of
+ * component, found once for each node: the base documents' parts, which every collection's copies are
+ * made of, are walked once.
  */
-const namedWithin = new WeakMap<object, ReadonlySet<string>>();
+const namedWithin = new WeakMap<object, ReadonlyMap<string, string>>();
 
-function namesWithin(node: object): ReadonlySet<string> {
+function namesWithin(node: object): ReadonlyMap<string, string> {
   let names = namedWithin.get(node);
   if (names === undefined) {
-    const found = new Set<string>();
+    const found = new Map<string, string>();
     for (const [key, value] of Object.entries(node)) {
-      const name = key === '$ref' && typeof value === 'string' ? localComponent.exec(value)?.[2] : undefined;
-      if (name !== undefined) found.add(name);
-      else if (value !== null && typeof value === 'object') for (const each of namesWithin(value)) found.add(each);
+      const [, kind, name] = (key === '$ref' && typeof value === 'string' && localComponent.exec(value)) || [];
+      if (kind !== undefined && name !== undefined) found.set(name, kind);
+      else if (value !== null && typeof value === 'object') for (const [each, itsKind] of namesWithin(value)) found.set(each, itsKind);
     }
     names = found;
     namedWithin.set(node, names);
@@ -156,7 +163,7 @@ function retarget(node: unknown, renamed: Record<string, string>): unknown {
 
 /** Whether a `$ref` within `node` names one of `renamed`. */
 function renames(node: object, renamed: Record<string, string>): boolean {
-  for (const name of namesWithin(node)) if (name in renamed) return true;
+  for (const name of namesWithin(node).keys()) if (name in renamed) return true;
   return false;
 }
 
@@ -215,6 +222,24 @@ function collectionOperation(
     if (isObject(copy.responses)) copy.responses = eachResponse(copy.responses, withoutExamples);
   }
   return copy;
+}
+
+/**
+ * A collection's copy of the generic operation `operation` as what the document's pruning reads of it
+ * (caller.ts, unused.ts): its operationId, its tag, whether a publishable key may call it, and a `$ref`
+ * to each type of the collection's own it names (`renamed`'s), in `x-rowbase-names`. Its other `$ref`s
+ * are those of `operation`, which stays in every document where the copy does. A publishable key's
+ * document keeps the same operations, tags and components of it as of the copy made whole
+ * (collectionOperation); a diff of it reports the same, as long as it does not look into it.
+ */
+function outlineOf(operation: JsonObject, collection: string, renamed: Record<string, string>): JsonObject {
+  const named = [...namesWithin(operation)].flatMap(([name, kind]) => (name in renamed ? [`#/components/${kind}/${renamed[name]}`] : []));
+  return {
+    operationId: rowOperationId(collection, operation.operationId as keyof typeof rowOperations),
+    tags: [collectionTag(collection)],
+    ...(operation['x-rowbase-publishable'] !== undefined && { 'x-rowbase-publishable': operation['x-rowbase-publishable'] }),
+    ...(named.length > 0 && { 'x-rowbase-names': named.map(($ref) => ({ $ref })) }),
+  };
 }
 
 /** `responses` with `change` made to each: a new object. */
@@ -285,7 +310,7 @@ export function accountOpenApi(
   const tags = [...((document.tags as unknown[]) ?? [])];
   let anyTyped = false;
 
-  for (const { name, schema, view, relations, ttl } of inOrder(collections)) {
+  for (const { name, schema, view, relations, ttl, outline } of inOrder(collections)) {
     const typed = schema !== null;
     const renamed: Record<string, string> = {};
     if (typed) {
@@ -326,7 +351,7 @@ export function accountOpenApi(
           !caller.publishable ||
           (generic['x-rowbase-publishable'] === true && grantsCopy(view, generic.operationId as keyof typeof rowOperations));
         if (!made) continue;
-        copy[method] = collectionOperation(generic, name, typed, renamed, baseLinks);
+        copy[method] = outline ? outlineOf(generic, name, renamed) : collectionOperation(generic, name, typed, renamed, baseLinks);
       }
       paths[path.replace('{collection_name}', name)] = copy;
     }

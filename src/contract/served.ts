@@ -69,11 +69,17 @@ export class AccountContracts {
   /**
    * The document `document()` answers (OpenAPI 3.1), as the object it is built as, neither kept nor
    * made text: its parts are shared with the base documents and with other documents built of them, so
-   * it is not to be changed.
+   * it is not to be changed. The collections `outlined` have their operations made as outlines
+   * (account.ts, `outline`).
    */
-  built(kind: ContractKind, collections: readonly ServedCollection[], publishable?: { claims: Claims }): object {
+  built(
+    kind: ContractKind,
+    collections: readonly ServedCollection[],
+    publishable?: { claims: Claims },
+    outlined?: ReadonlySet<string>,
+  ): object {
     const { base, contracts, caller } = this.inputs(kind, collections, publishable);
-    return build[kind](base, contracts, caller);
+    return build[kind](base, outlined ? contracts.map((each) => ({ ...each, outline: outlined.has(each.name) })) : contracts, caller);
   }
 
   /** What the document of `kind` for `collections` (and `publishable`'s caller) is built of. */

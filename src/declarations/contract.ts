@@ -135,11 +135,13 @@ function contractDiff(current: Model, target: Model, documents: Record<ContractK
   const seen = new Set<string>();
   for (let from = 0; from < changed.length; from += COMPARED_AT_ONCE) {
     const names = touched(before, after, new Set(changed.slice(from, from + COMPARED_AT_ONCE)));
-    const sides = [servedOf(before, names, 1, version), servedOf(after, names, -1, version)];
+    const sides = [servedOf(before, names, 1, version), servedOf(after, names, -1, version)] as const;
+    // A collection of one side alone: api-smart-diff lists its operations and looks into none (withPathStandIns).
+    const outlined = oneSided(...sides);
     for (const kind of ['openapi', 'asyncapi'] as const) {
       for (const viewer of ['secret', 'publishable'] as const) {
         const publishable = viewer === 'publishable' ? { claims: null } : undefined;
-        const [was, will] = sides.map((collections) => comparable(kind, served.built(kind, collections, publishable)));
+        const [was, will] = sides.map((collections) => comparable(kind, served.built(kind, collections, publishable, outlined)));
         if (kind === 'openapi') {
           withoutSamePaths(was as Paths, will as Paths, names);
           withPathStandIns(was as Paths, will as Paths);
@@ -159,6 +161,12 @@ function contractDiff(current: Model, target: Model, documents: Record<ContractK
     }
   }
   return diff;
+}
+
+/** The names of the collections that one of `before` and `after` holds and the other does not. */
+function oneSided(before: readonly ServedCollection[], after: readonly ServedCollection[]): Set<string> {
+  const [was, will] = [new Set(before.map(({ name }) => name)), new Set(after.map(({ name }) => name))] as const;
+  return new Set([...was, ...will].filter((name) => !was.has(name) || !will.has(name)));
 }
 
 const noChange = (): ContractDiff => ({

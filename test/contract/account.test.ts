@@ -488,6 +488,40 @@ describe("the account's contract", () => {
       expect(refsOf(caller).filter((ref) => resolve(caller, ref) === undefined)).to.deep.equal([]);
     });
 
+    it("outlines a collection's operations for a diff, keeping what a publishable key's document keeps of them", () => {
+      // Posts and comments outlined, as a plan's diff makes a collection one side holds alone; people made whole.
+      const view = (operations: ('read' | 'create' | 'update')[]) => ({ operations, hidden: [], unwritable: [] });
+      const viewed = related.map((each) => ({
+        ...each,
+        view: each.name === 'comments' ? view(['create']) : each.name === 'posts' ? view(['read', 'update']) : view(['read']),
+      }));
+      const outlined = (list: CollectionContract[]) => list.map((each) => ({ ...each, outline: each.name !== 'people' }));
+      const methods = (built: Json) =>
+        Object.fromEntries(Object.entries(built.paths as Record<string, Json>).map(([path, item]) => [path, Object.keys(item)]));
+      const components = (built: Json) =>
+        Object.fromEntries(Object.entries(built.components as Record<string, Json>).map(([section, each]) => [section, Object.keys(each)]));
+      for (const [list, caller] of [
+        [related, {}],
+        [viewed, { publishable: true }],
+      ] as const) {
+        const whole = accountOpenApi(openapi, list, caller) as Json;
+        const outline = accountOpenApi(openapi, outlined(list), caller) as Json;
+        const who = caller.publishable ? 'publishable' : 'secret';
+        expect(methods(outline), who).to.deep.equal(methods(whole));
+        expect(components(outline), who).to.deep.equal(components(whole));
+        expect(outline.tags, who).to.deep.equal(whole.tags);
+        expect(outline.components, who).to.deep.equal(whole.components);
+        const paths = outline.paths as Record<string, Json>;
+        expect(paths['/v1/collections/people/rows'], who).to.deep.equal((whole.paths as Json)['/v1/collections/people/rows']);
+        expect(paths['/v1/collections/posts/rows/{row_id}']!.get, who).to.deep.equal({
+          operationId: 'getPostsRow',
+          tags: ['rows of posts'],
+          'x-rowbase-publishable': true,
+          'x-rowbase-names': [{ $ref: '#/components/schemas/PostsRow' }],
+        });
+      }
+    });
+
     it('does not depend on the order of the collections, and leaves openapi.yaml as parsed', async () => {
       expect(accountOpenApi(openapi, [...collections].reverse())).to.deep.equal(document);
       expect(openapi).to.deep.equal(await readYaml('openapi.yaml'));
