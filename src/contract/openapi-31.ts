@@ -92,11 +92,12 @@ function operationTo31(operation: Json): Json {
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 /**
- * An OpenAPI 3.0 document (openapi.yaml, parsed) as OpenAPI 3.1.0: a new document; `document` is not
- * changed. Only the constructs this file's first comment lists are rewritten.
+ * An OpenAPI 3.0 document (openapi.yaml, parsed) as OpenAPI 3.1.0: a new document, which shares with
+ * `document` the parts it does not rewrite (neither is to be changed: the account's documents share
+ * theirs with it in turn, account.ts). Only the constructs this file's first comment lists are rewritten.
  */
 export function openApiTo31(document: object): JsonObject {
-  const source = structuredClone(document) as JsonObject;
+  const source = document as JsonObject;
   const paths = isObject(source.paths) ? source.paths : {};
   const components = isObject(source.components) ? source.components : {};
   const converted: JsonObject = {
