@@ -48,7 +48,15 @@ export function numbersOf(text: string, names: readonly string[], reserved: stri
         const name = text.slice(at + 1, end);
         if (name === reserved || name.includes('\\')) return undefined;
         const value = nextNonSpace(text, colon + 1);
-        if (names.includes(name) && isNumberStart(text.charCodeAt(value))) found[name] = Number(text.slice(value, numberEnd(text, value)));
+        if (names.includes(name) && isNumberStart(text.charCodeAt(value))) {
+          // Defined, not assigned: a field named `__proto__` is an own member, as JSON.parse makes it.
+          Object.defineProperty(found, name, {
+            value: Number(text.slice(value, numberEnd(text, value))),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        }
         at = colon;
         continue;
       }
