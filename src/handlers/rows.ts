@@ -180,9 +180,9 @@ export const rowHandlers: Handlers<
     }
     // New rows hold what the caller sent, the fields its token filled and their ids: answered as they are.
     if (grant) for (const fields of rows) grant.creating(fields);
-    // The insert's statement stores its answer, made in SQL as answerInserted() makes it. The rows are
-    // handed over: the store empties the array once they are written as text (db/rows/inserts.ts).
-    return answerInserted(await store.insertRows(principal.accountId, path.collection_name, rows, { once }));
+    // The insert's statement stores its answer, made in SQL as answerInserted() makes it. The rows are the
+    // request's, handed over: the store empties the array once they are written as text (db/rows/inserts.ts).
+    return answerInserted(await store.insertRows(principal.accountId, path.collection_name, rows, { once, handOver: true }));
   },
 
   async getRow({ principal, path, query, headers, claims }, { store }) {

@@ -15,24 +15,25 @@ import { keepingUnique } from './unique.ts';
  * statement that writes its rows stores with them (idempotency.ts), as openapi.yaml's insertRows has
  * it (201, the rows, and the ETag of a batch of one).
  *
- * `items` are handed over: once checked and written as text, the array is emptied, so that a batch
- * waiting for the write (SQLite's one writer, PostgreSQL's connection) holds its rows' texts and not
- * their objects, many times their bytes, which the request's parsed body would otherwise keep alive
- * until it is answered (docs/performance.md, "A batch's rows let go while it waits"). What needs the
- * rows as fields again (a schema changed meanwhile, a unique value held by an expired row) reads them
- * back from their texts.
+ * `options.handOver`: `items` are the caller's to give away (a request's parsed body): once checked and
+ * written as text, the array is emptied, so that a batch waiting for the write (SQLite's one writer,
+ * PostgreSQL's connection) holds its rows' texts and not their objects, many times their bytes, which
+ * the request would otherwise keep alive until it is answered (docs/performance.md, "A batch's rows let
+ * go while it waits"). What needs the rows as fields again (a schema changed meanwhile, a unique value
+ * held by an expired row) then reads them back from their texts. Without it, `items` are left as they are.
  */
 export async function insertRows(
   db: Dialect,
   accountId: number,
   collection: string,
   items: Fields[],
-  options?: { once?: OnceRequest },
+  options?: { once?: OnceRequest; handOver?: boolean },
 ): Promise<InsertedRows> {
   // Node's work comes first: the write holds the collection (or SQLite's writer) from its first statement to its end.
   const texts = items.map((fields) => JSON.stringify(fields));
   if (texts.some(overRowBound)) throw rowTooLarge();
-  const fieldsOf = () => (items.length > 0 ? items : texts.map((text) => JSON.parse(text) as Fields));
+  let given: readonly Fields[] | undefined = items;
+  const fieldsOf = () => given ?? texts.map((text) => JSON.parse(text) as Fields);
   const rows = () => fieldsOf().map((fields) => ({ fields }));
   const once = options?.once;
   // Checked against the collection's schema as last seen, which the statement makes sure is still its;
@@ -40,7 +41,10 @@ export async function insertRows(
   const insert = () =>
     db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
       await db.schemas.validate(db.query, schemaId, collection, fieldsOf());
-      items.length = 0;
+      if (options?.handOver) {
+        given = undefined;
+        items.length = 0;
+      }
       try {
         return await keepingUnique(db, accountId, collection, rows, () => db.rows.insert(accountId, collection, schemaId, texts, once));
       } catch (error) {

@@ -50,8 +50,7 @@ describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) =>
       rows: Array.from({ length: n % 4 }, (_, i) => ({ n, i, text: 'é "quoted" \\' })),
       key: n % 3 === 0 ? undefined : `k${n}`,
     }));
-    // The store takes the rows it is given (it empties the array): each insert is given a copy.
-    const answers = await Promise.all(sent.map(({ rows, key }) => insert(structuredClone(rows), key)));
+    const answers = await Promise.all(sent.map(({ rows, key }) => insert(rows, key)));
     if (before !== undefined) expect(merged()! - before).to.be.greaterThan(0, 'some inserts were merged');
     for (const [index, { rows, key }] of sent.entries()) {
       const answer = answers[index];

@@ -1,7 +1,7 @@
-// An insert's rows are handed over to the store (src/db/rows/inserts.ts, insertRows): once checked and
-// written as text, the array it was given is emptied, so that a batch waiting for the write holds its
-// rows' texts, not their objects; a refused insert leaves the array as it was. The rows answered and
-// stored are the ones sent, on each backend.
+// An insert's rows handed over to the store (src/db/rows/inserts.ts, insertRows, `handOver`, as a request's
+// are): once checked and written as text, the array it was given is emptied, so that a batch waiting for the
+// write holds its rows' texts, not their objects; a refused insert, or one not handed over, leaves the array
+// as it was. The rows answered and stored are the ones sent, on each backend.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { ApiError } from '../../../src/errors.ts';
@@ -42,7 +42,7 @@ describeEachBackend('an insert hands its rows over', (backend) => {
         { n: 2, nested: { deep: [1, 2] } },
       ];
       const sent = structuredClone(rows);
-      const inserted = await store.insertRows(accountId, collection, rows);
+      const inserted = await store.insertRows(accountId, collection, rows, { handOver: true });
       expect(rows).to.deep.equal([]);
       const answered = JSON.parse(inserted.json) as { id: number }[];
       expect(answered.map(({ id, ...fields }) => fields)).to.deep.equal(sent);
@@ -51,9 +51,16 @@ describeEachBackend('an insert hands its rows over', (backend) => {
     });
   }
 
+  it('leaves the array as it was when the rows are not handed over', async () => {
+    const rows = [{ n: 4 }, { n: 5 }];
+    const inserted = await store.insertRows(accountId, 'typed', rows);
+    expect(rows).to.deep.equal([{ n: 4 }, { n: 5 }]);
+    expect((JSON.parse(inserted.json) as { n: number }[]).map(({ n }) => n)).to.deep.equal([4, 5]);
+  });
+
   it('leaves the array as it was when the rows are refused', async () => {
     const rows = [{ n: 3 }, { n: 'three' }];
-    const error = await store.insertRows(accountId, 'typed', rows).then(
+    const error = await store.insertRows(accountId, 'typed', rows, { handOver: true }).then(
       () => undefined,
       (refused: unknown) => refused,
     );
