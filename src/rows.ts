@@ -11,6 +11,14 @@ export type Json<T> = string & { readonly json?: T };
 /** JSON text of a value of type T as its UTF-8 bytes, as a driver hands a blob over: answered as they are. */
 export type JsonBytes<T> = Buffer & { readonly json?: T };
 
+/**
+ * Sets the member `name` of the object `target` (a row's fields, or any object of JSON) to `value` as its
+ * own, as JSON.parse makes members: `__proto__` too, which an assignment would hand to the prototype.
+ */
+export function setMember<T>(target: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** The text of JSON held as text or as its bytes. */
 export const jsonText = <T>(json: Json<T> | JsonBytes<T>): Json<T> => (typeof json === 'string' ? json : json.toString());
 

@@ -4,6 +4,7 @@
 // them to.
 // The rules, one by one: docs/aggregates.md, "The rules, exactly".
 import { type FieldError, validationFailed } from '../errors.ts';
+import { setMember } from '../rows.ts';
 import { compareCodePoints, matches, type Row } from './evaluate.ts';
 import { type Filter, type FilterSource, filterFieldErrors, filterJson, type JsonValue, readFilter } from './filter.ts';
 
@@ -276,8 +277,7 @@ export function canonical(value: JsonValue): JsonValue {
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map(canonical);
   const sorted: { [key: string]: JsonValue } = {};
-  for (const key of Object.keys(value).sort())
-    Object.defineProperty(sorted, key, { value: canonical(value[key]), enumerable: true, writable: true, configurable: true });
+  for (const key of Object.keys(value).sort()) setMember(sorted, key, canonical(value[key]));
   return sorted;
 }
 

@@ -4,6 +4,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { compareCodePoints, matches, type Row } from '../query/evaluate.ts';
 import type { JsonValue } from '../query/filter.ts';
+import { setMember } from '../rows.ts';
 import { type Access, type Claims, type CompiledField, type CompiledRule, type CompiledRules, claimOf } from './compile.ts';
 import type { Operation } from './rules.ts';
 
@@ -108,7 +109,7 @@ export function filledRow<R extends { readonly [field: string]: unknown }>(
     }
     filled ??= { ...row };
     // A field named __proto__ is a field like any other: defined, never set through the prototype.
-    Object.defineProperty(filled, name, { value, enumerable: true, writable: true, configurable: true });
+    setMember(filled, name, value);
   }
   return { row: filled ?? row };
 }

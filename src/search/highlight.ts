@@ -1,6 +1,7 @@
 // The highlight of a search in a row (docs/search.md, "Highlights"): each field of the search index
 // whose text holds a word the search matches, cut into pieces alternately outside and inside such words,
 // the words found where wordsOf() (words.ts) finds them, so that a highlight marks what the search found.
+import { setMember } from '../rows.ts';
 import { folded, ownWordPattern, type Search, wordsOf } from './words.ts';
 
 /** A part of a text: from `start` to `end`, in UTF-16 code units. */
@@ -84,7 +85,7 @@ export function rowHighlight(row: Record<string, unknown>, fields: readonly stri
   for (const field of fields) {
     const value = Object.hasOwn(row, field) ? row[field] : undefined;
     const pieces = typeof value === 'string' ? highlightOf(value, search) : undefined;
-    if (pieces) Object.defineProperty(highlight, field, { value: pieces, enumerable: true, writable: true, configurable: true });
+    if (pieces) setMember(highlight, field, pieces);
   }
   return highlight;
 }

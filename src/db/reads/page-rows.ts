@@ -4,6 +4,7 @@
 // JSON texts (RFC 8259) hold a bare quote only where a string starts or ends, and brackets outside
 // strings only as structure: a scan that skips strings whole (to their unescaped closing quote) finds
 // every element and member.
+import { setMember } from '../../rows.ts';
 
 /** `"`, `\`, `:`, `{`, `[`, `}`, `]`. */
 const [QUOTE, BACKSLASH, COLON, OPEN_OBJECT, OPEN_ARRAY, CLOSE_OBJECT, CLOSE_ARRAY] = ['"', '\\', ':', '{', '[', '}', ']'].map((c) =>
@@ -48,15 +49,8 @@ export function numbersOf(text: string, names: readonly string[], reserved: stri
         const name = text.slice(at + 1, end);
         if (name === reserved || name.includes('\\')) return undefined;
         const value = nextNonSpace(text, colon + 1);
-        if (names.includes(name) && isNumberStart(text.charCodeAt(value))) {
-          // Defined, not assigned: a field named `__proto__` is an own member, as JSON.parse makes it.
-          Object.defineProperty(found, name, {
-            value: Number(text.slice(value, numberEnd(text, value))),
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        }
+        if (names.includes(name) && isNumberStart(text.charCodeAt(value)))
+          setMember(found, name, Number(text.slice(value, numberEnd(text, value))));
         at = colon;
         continue;
       }
