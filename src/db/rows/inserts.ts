@@ -32,8 +32,8 @@ export async function insertRows(
   // Node's work comes first: the write holds the collection (or SQLite's writer) from its first statement to its end.
   const texts = items.map((fields) => JSON.stringify(fields));
   if (texts.some(overRowBound)) throw rowTooLarge();
-  let given: readonly Fields[] | undefined = items;
-  const fieldsOf = () => given ?? texts.map((text) => JSON.parse(text) as Fields);
+  // The rows as fields: those given, or, once handed over (the array emptied), read back from their texts.
+  const fieldsOf = () => (items.length === texts.length ? items : texts.map((text) => JSON.parse(text) as Fields));
   const rows = () => fieldsOf().map((fields) => ({ fields }));
   const once = options?.once;
   // Checked against the collection's schema as last seen, which the statement makes sure is still its;
@@ -41,10 +41,7 @@ export async function insertRows(
   const insert = () =>
     db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
       await db.schemas.validate(db.query, schemaId, collection, fieldsOf());
-      if (options?.handOver) {
-        given = undefined;
-        items.length = 0;
-      }
+      if (options?.handOver) items.length = 0;
       try {
         return await keepingUnique(db, accountId, collection, rows, () => db.rows.insert(accountId, collection, schemaId, texts, once));
       } catch (error) {
