@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { openStore } from '../../src/db/open-store.ts';
+import { openStore, type Store } from '../../src/db/open-store.ts';
 import { Workspace } from './process.ts';
 
 export type BackendName = 'sqlite' | 'postgres';
@@ -251,6 +251,23 @@ export function describeEachBackend(title: string, body: (backend: BackendName) 
       body(backend);
     });
   }
+}
+
+/**
+ * For a test of the store itself: a new database of `backend` (createDatabase()), a store opened on it and
+ * the account `account` made with its first key, and that account's id. The test closes the store and drops
+ * the database.
+ */
+export async function storeWithAccount(
+  backend: BackendName,
+  account: string,
+): Promise<{ database: TestDatabase; store: Store; accountId: number }> {
+  const database = await createDatabase(backend);
+  const store = await openStore(database.url);
+  await store.createKey(account);
+  const accountId = await store.accountIdOf(account);
+  if (accountId === undefined) throw new Error(`no account ${account} after its key was made`);
+  return { database, store, accountId };
 }
 
 /** A Knex of its own on the database at `url` of `backend`, for a test's look at what a server stored. */

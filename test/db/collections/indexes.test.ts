@@ -1,10 +1,10 @@
 // Unique indexes as keys (src/db/collections/indexes.ts): declaring one keys its own collection's rows and
 // holds no other collection's writes; its keys follow every write of its rows.
 import { expect } from 'chai';
-import { openStore, type Store } from '../../../src/db/open-store.ts';
+import type { Store } from '../../../src/db/open-store.ts';
 import type { ApiError } from '../../../src/errors.ts';
 import { jsonText } from '../../../src/rows.ts';
-import { createDatabase, describeEachBackend, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
+import { describeEachBackend, skipWithoutPostgres, storeWithAccount, type TestDatabase } from '../../support/backends.ts';
 import { pollUntil } from '../../support/process.ts';
 
 describeEachBackend('unique indexes', (backend) => {
@@ -13,10 +13,7 @@ describeEachBackend('unique indexes', (backend) => {
   let accountId: number;
   before(async function () {
     if (backend === 'postgres') await skipWithoutPostgres(this);
-    database = await createDatabase(backend);
-    store = await openStore(database.url);
-    await store.createKey('keyed');
-    accountId = (await store.knex('accounts').where({ name: 'keyed' }).first('id')).id;
+    ({ database, store, accountId } = await storeWithAccount(backend, 'keyed'));
   });
   after(async () => {
     await store?.close().catch(() => {});

@@ -197,30 +197,11 @@ describe('migrations on PostgreSQL', () => {
 
 describeEachBackend('migration 0008_key_limits', (backend) => {
   it('makes every key made before it an admin key of every collection that never expires: nothing changes for it', async () => {
-    const database = await createDatabase(backend);
     // The schema as it was before, with a key made the old way.
-    const schema = backend === 'postgres' ? postgresSchema : sqliteSchema;
-    const all = migrationSource(schema);
-    const before = {
-      ...all,
-      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0008'),
-    };
-    const knex = knexFactory(
-      backend === 'postgres'
-        ? { client: 'pg', connection: database.url }
-        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
-    );
+    const { database, knex } = await migratedBefore(backend, '0008');
     const key = `rb_${'o'.repeat(32)}`;
     try {
-      await knex.migrate.latest({ migrationSource: before });
-      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
-      const { id } = await knex('accounts').where({ name: 'old' }).first('id');
-      await knex('api_keys').insert({
-        account_id: id,
-        prefix: key.slice(0, 11),
-        hash: hashKey(key),
-        created_at: '2026-01-01T00:00:00.000Z',
-      });
+      await oldAccount(knex, key);
     } finally {
       await knex.destroy();
     }
@@ -247,26 +228,12 @@ describeEachBackend('migration 0008_key_limits', (backend) => {
 
 describeEachBackend('migration 0009_event_previous', (backend) => {
   it('keeps the events stored before it, whose updates the feed sends without previous, and gives the later ones theirs', async () => {
-    const database = await createDatabase(backend);
-    const schema = backend === 'postgres' ? postgresSchema : sqliteSchema;
-    const all = migrationSource(schema);
-    const before = {
-      ...all,
-      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0009'),
-    };
-    const knex = knexFactory(
-      backend === 'postgres'
-        ? { client: 'pg', connection: database.url }
-        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
-    );
+    const { database, knex } = await migratedBefore(backend, '0009');
     const key = `rb_${'p'.repeat(32)}`;
     const at = '2026-01-01T00:00:00.000Z';
     try {
       // A row inserted open, then closed, as the version before stored them and their events.
-      await knex.migrate.latest({ migrationSource: before });
-      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
-      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
-      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+      const accountId = await oldAccount(knex, key);
       await knex('collections').insert({ account_id: accountId, name: 'notes', created_at: at, row_count: 1, last_row_id: 1, last_seq: 2 });
       const { id: collectionId } = await knex('collections').where({ name: 'notes' }).first('id');
       await knex('rows').insert({ collection_id: collectionId, id: 1, data: '{"status":"closed"}' });
@@ -308,25 +275,11 @@ describeEachBackend('migration 0009_event_previous', (backend) => {
 
 describeEachBackend('migration 0010_row_versions', (backend) => {
   it('gives every row written before it a version: its latest retained event, else its collection latest seq', async () => {
-    const database = await createDatabase(backend);
-    const schema = backend === 'postgres' ? postgresSchema : sqliteSchema;
-    const all = migrationSource(schema);
-    const before = {
-      ...all,
-      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0010'),
-    };
-    const knex = knexFactory(
-      backend === 'postgres'
-        ? { client: 'pg', connection: database.url }
-        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
-    );
+    const { database, knex } = await migratedBefore(backend, '0010');
     const key = `rb_${'v'.repeat(32)}`;
     const at = '2026-01-01T00:00:00.000Z';
     try {
-      await knex.migrate.latest({ migrationSource: before });
-      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
-      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
-      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+      const accountId = await oldAccount(knex, key);
       // Three rows and five changes; the events of row 1 are pruned, those of rows 2 and 3 retained.
       await knex('collections').insert({ account_id: accountId, name: 'notes', created_at: at, row_count: 3, last_row_id: 3, last_seq: 5 });
       const { id } = await knex('collections').where({ name: 'notes' }).first('id');
@@ -370,15 +323,22 @@ async function migratedBefore(backend: 'sqlite' | 'postgres', migration: string)
   return { database, schema, knex };
 }
 
+/** The account `old` and its key `key`, as a migration finds them written the old way: the account's id. */
+async function oldAccount(knex: Knex, key: string): Promise<number> {
+  const at = '2026-01-01T00:00:00.000Z';
+  await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+  const { id } = await knex('accounts').where({ name: 'old' }).first('id');
+  await knex('api_keys').insert({ account_id: id, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+  return Number(id);
+}
+
 /**
  * The account `old`, its key `key` and its collection `people` holding `rows` (ids from 1), as a migration
  * finds them written the old way, the collection's row with `collection` more: the collection's id.
  */
 async function oldPeople(knex: Knex, key: string, rows: object[], collection: Record<string, string> = {}): Promise<number> {
   const at = '2026-01-01T00:00:00.000Z';
-  await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
-  const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
-  await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+  const accountId = await oldAccount(knex, key);
   const count = rows.length;
   await knex('collections').insert({
     account_id: accountId,

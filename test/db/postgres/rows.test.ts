@@ -1,8 +1,8 @@
 // PostgreSQL's inserts into one collection, batched (src/db/postgres/rows.ts): concurrent inserts each
 // keep consecutive ids, and their events follow in id order.
 import { expect } from 'chai';
-import { openStore, type Store } from '../../../src/db/open-store.ts';
-import { createDatabase, skipWithoutPostgres, type TestDatabase } from '../../support/backends.ts';
+import type { Store } from '../../../src/db/open-store.ts';
+import { skipWithoutPostgres, storeWithAccount, type TestDatabase } from '../../support/backends.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -15,10 +15,7 @@ describe('inserts on PostgreSQL', () => {
       await skipWithoutPostgres(this);
     });
     beforeEach(async () => {
-      database = await createDatabase('postgres');
-      store = await openStore(database.url);
-      await store.createKey('writer');
-      accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
+      ({ database, store, accountId } = await storeWithAccount('postgres', 'writer'));
       await store.createCollection(accountId, 'notes');
     });
     afterEach(async () => {

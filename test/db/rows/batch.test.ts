@@ -7,7 +7,7 @@ import { openStore, type Store } from '../../../src/db/open-store.ts';
 import type { BatchOperation, BatchResult } from '../../../src/db/rows/batch.ts';
 import { ApiError } from '../../../src/errors.ts';
 import { checkRowSchema } from '../../../src/schema/check.ts';
-import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
+import { describeEachBackend, storeWithAccount, type TestDatabase } from '../../support/backends.ts';
 import { range } from '../../support/feed.ts';
 
 type Row = { id: number; n: number };
@@ -17,10 +17,7 @@ describeEachBackend('batches of inserts written together', (backend) => {
   let store: Store;
   let accountId: number;
   before(async () => {
-    database = await createDatabase(backend);
-    store = await openStore(database.url);
-    await store.createKey('writer');
-    accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
+    ({ database, store, accountId } = await storeWithAccount(backend, 'writer'));
     for (const name of ['a', 'b']) await store.createCollection(accountId, name);
   });
   after(async () => {

@@ -4,12 +4,11 @@
 // insertBatchWithAnswersSql). Each
 // key's answer is stored with its rows, and a key answered already fails its own insert alone.
 import { expect } from 'chai';
-import type { SqliteStore } from '../../../src/db/open-store.ts';
-import { openStore, type Store } from '../../../src/db/open-store.ts';
+import type { SqliteStore, Store } from '../../../src/db/open-store.ts';
 import { insertBatchWithAnswersSql } from '../../../src/db/postgres/sql/rows.ts';
 import type { Fields, InsertedRows } from '../../../src/db/rows/rows.ts';
 import { type FoundAnswer, OnceTaken } from '../../../src/idempotency/answers.ts';
-import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
+import { describeEachBackend, storeWithAccount, type TestDatabase } from '../../support/backends.ts';
 import { pollUntil } from '../../support/process.ts';
 
 type Row = { id: number } & Record<string, unknown>;
@@ -19,10 +18,7 @@ describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) =>
   let store: Store;
   let accountId: number;
   beforeEach(async () => {
-    database = await createDatabase(backend);
-    store = await openStore(database.url);
-    await store.createKey('writer');
-    accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
+    ({ database, store, accountId } = await storeWithAccount(backend, 'writer'));
     await store.createCollection(accountId, 'notes');
   });
   afterEach(async () => {

@@ -3,20 +3,17 @@
 // write holds its rows' texts, not their objects; a refused insert, or one not handed over, leaves the array
 // as it was. The rows answered and stored are the ones sent, on each backend.
 import { expect } from 'chai';
-import { openStore, type Store } from '../../../src/db/open-store.ts';
+import type { Store } from '../../../src/db/open-store.ts';
 import { ApiError } from '../../../src/errors.ts';
 import { checkRowSchema } from '../../../src/schema/check.ts';
-import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
+import { describeEachBackend, storeWithAccount, type TestDatabase } from '../../support/backends.ts';
 
 describeEachBackend('an insert hands its rows over', (backend) => {
   let database: TestDatabase;
   let store: Store;
   let accountId: number;
   before(async () => {
-    database = await createDatabase(backend);
-    store = await openStore(database.url);
-    await store.createKey('writer');
-    accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
+    ({ database, store, accountId } = await storeWithAccount(backend, 'writer'));
     await store.createCollection(accountId, 'loose');
     await store.createCollection(accountId, 'typed');
     await store.putSchema(

@@ -6,11 +6,11 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import type { SearchSql } from '../../../src/db/engine/dialect.ts';
 import { searchTerms } from '../../../src/db/engine/sql/search.ts';
-import { openStore, type Store } from '../../../src/db/open-store.ts';
+import type { Store } from '../../../src/db/open-store.ts';
 import { searchSql as postgresSearchSql } from '../../../src/db/postgres/sql/search.ts';
 import { searchSql as sqliteSearchSql } from '../../../src/db/sqlite/sql/search.ts';
 import { matchesSearch, rowWords, type Search, searchOf } from '../../../src/search/words.ts';
-import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
+import { describeEachBackend, storeWithAccount, type TestDatabase } from '../../support/backends.ts';
 import { row, search } from '../../support/words.ts';
 
 const dialects: Record<string, SearchSql> = { sqlite: sqliteSearchSql, postgres: postgresSearchSql };
@@ -24,10 +24,7 @@ describeEachBackend('search: the engines fed with our words', (backend) => {
   const rowsOf = (result: unknown) => (backend === 'sqlite' ? result : (result as { rows: unknown }).rows) as { id: number | string }[];
 
   before(async () => {
-    database = await createDatabase(backend);
-    store = await openStore(database.url);
-    await store.createKey('searcher');
-    accountId = (await store.knex('accounts').where({ name: 'searcher' }).first('id')).id;
+    ({ database, store, accountId } = await storeWithAccount(backend, 'searcher'));
   });
   after(async () => {
     await store?.close().catch(() => {});
