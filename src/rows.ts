@@ -15,7 +15,7 @@ export type JsonBytes<T> = Buffer & { readonly json?: T };
  * Sets the member `name` of the object `target` (a row's fields, or any object of JSON) to `value` as its
  * own, as JSON.parse makes members: `__proto__` too, which an assignment would hand to the prototype.
  */
-export function setMember<T>(target: Record<string, T>, name: string, value: T): void {
+export function setMember(target: object, name: string, value: unknown): void {
   Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
 }
 

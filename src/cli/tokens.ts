@@ -5,6 +5,7 @@
 import { SignJWT } from 'jose';
 import bounds from '../../generated/bounds.json' with { type: 'json' };
 import type { Issuer } from '../db/auth/issuers.ts';
+import { setMember } from '../rows.ts';
 import { accountId } from './collection-file.ts';
 import { type Command, durationMs, print, required, UsageError, type Values, withStore } from './command.ts';
 
@@ -102,7 +103,7 @@ function extraClaims(values: Values): Record<string, unknown> {
       // Not JSON: the value is the text itself (role=admin).
     }
     // A claim named __proto__ is a claim like any other: defined, never set through the prototype.
-    Object.defineProperty(claims, name, { value, enumerable: true, writable: true, configurable: true });
+    setMember(claims, name, value);
   }
   return claims;
 }

@@ -6,6 +6,7 @@
 // Why it is ours and not a library's, and how it bounds what a patch copies: docs/patches.md,
 // "Applying a patch".
 import { ApiError } from '../errors.ts';
+import { setMember } from '../rows.ts';
 import { isObject, type Patch, type PatchOperation, unescapeToken } from './read.ts';
 
 type Container = Record<string, unknown> | unknown[];
@@ -41,7 +42,7 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   for (const name of Object.keys(patch)) {
     const value = patch[name];
     if (value === null) delete merged[name];
-    else put(merged, name, mergePatch(own(merged, name), value));
+    else setMember(merged, name, mergePatch(own(merged, name), value));
   }
   return merged;
 }
@@ -197,7 +198,7 @@ class RowDocument {
   /** Sets an existing element, or a member (added if new). */
   private set(parent: Container, token: string, value: unknown): void {
     if (Array.isArray(parent)) parent[Number(token)] = value;
-    else put(parent, token, value);
+    else setMember(parent, token, value);
   }
 
   /** A copy of `value`, counted against MAX_COPIED: 413 past it. */
@@ -215,7 +216,7 @@ class RowDocument {
   private add(path: string, value: unknown): void {
     this.fits(path, value);
     const { parent, token } = this.place(path);
-    if (!Array.isArray(parent)) put(parent, token, value);
+    if (!Array.isArray(parent)) setMember(parent, token, value);
     else if (token === '-') parent.push(value);
     else if (arrayIndex.test(token) && Number(token) <= parent.length) parent.splice(Number(token), 0, value);
     else throw new Conflict(`${path} is past the end of its array`);
@@ -249,11 +250,6 @@ const pointerOf = (tokens: readonly string[]) => tokens.map((token) => `/${token
 
 /** An own member of `object`: an inherited one (`constructor`) is no member of a JSON object. */
 const own = (object: Record<string, unknown>, name: string) => (Object.hasOwn(object, name) ? object[name] : undefined);
-
-/** Sets an own member, whatever its name: assigning `__proto__` would set the prototype instead. */
-function put(object: Record<string, unknown>, name: string, value: unknown): void {
-  Object.defineProperty(object, name, { value, writable: true, enumerable: true, configurable: true });
-}
 
 /** A copy of a JSON value that shares nothing with it: JSON.parse makes every member an own property. */
 const copyOf = (value: unknown): unknown => (typeof value === 'object' && value !== null ? JSON.parse(JSON.stringify(value)) : value);

@@ -7,6 +7,7 @@
 // name a claim of the token: `{"$auth": "sub"}`, or a dotted path into the claims (`"app_metadata.org"`).
 import { type FieldError, validationFailed } from '../errors.ts';
 import { type FilterError, isObject, type JsonValue, pointerToken, readFilter, relatedRefused } from '../query/filter.ts';
+import { setMember } from '../rows.ts';
 
 export type Rule = boolean | 'authenticated' | { [key: string]: JsonValue };
 
@@ -137,7 +138,7 @@ function readFields(value: unknown, pointer: string, errors: FilterError[]): Rul
       } else errors.push({ pointer: ruleAt, message: "is not a member of a field's rules: read, write, default" });
     }
     // A field named __proto__ is a field like any other: defined, never assigned through the prototype.
-    Object.defineProperty(fields, name, { value: own, enumerable: true, writable: true, configurable: true });
+    setMember(fields, name, own);
   }
   return fields;
 }
@@ -215,7 +216,7 @@ class Placeholders {
         copied = member.map((item, index) => (isObject(item) ? this.filter(item, `${at}/${index}`) : item));
       } else if (key === '$not' && isObject(member)) copied = this.filter(member, at);
       else if (!key.startsWith('$')) copied = this.condition(member, at);
-      define(copy, key, copied);
+      setMember(copy, key, copied);
     }
     return copy;
   }
@@ -242,7 +243,7 @@ class Placeholders {
           isAuth(item) ? this.slot(item, `${at}/${index}`, false) : this.plain(item, `${at}/${index}`),
         );
       } else copied = this.plain(operand, at);
-      if (op !== '$auth') define(copy, op, copied ?? operand);
+      if (op !== '$auth') setMember(copy, op, copied ?? operand);
     }
     return copy;
   }
@@ -286,7 +287,3 @@ function claimPath(value: unknown): readonly string[] | string {
 
 const isAuth = (value: unknown): value is { $auth: unknown } =>
   isObject(value) && Object.keys(value).length === 1 && Object.hasOwn(value, '$auth');
-
-/** Sets `key` of `object` as an own member, even `__proto__`. */
-const define = (object: object, key: string, value: unknown) =>
-  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });

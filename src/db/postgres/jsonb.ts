@@ -1,6 +1,7 @@
 // How PostgreSQL reads a row's JSON text as jsonb: its strings escaped so that they hold what jsonb
 // cannot and order by code point, and read back (escapeString, jsonbOf, unescapedJson).
 import type { JsonValue } from '../../query/filter.ts';
+import { setMember } from '../../rows.ts';
 import { raw } from '../engine/sql/template.ts';
 
 /**
@@ -70,9 +71,7 @@ export function unescapedJson(text: string): JsonValue {
     if (value === null || typeof value !== 'object') return value;
     if (Array.isArray(value)) return value.map(read);
     const object: { [key: string]: JsonValue } = {};
-    for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(object, unescapeString(key), { value: read(item), enumerable: true, writable: true, configurable: true });
-    }
+    for (const [key, item] of Object.entries(value)) setMember(object, unescapeString(key), read(item));
     return object;
   };
   return read(JSON.parse(text));
