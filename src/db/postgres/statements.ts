@@ -19,9 +19,23 @@ export async function runAlone<T>(knex: Knex, sql: string, params: SqlValue[], n
   const connection = await knex.client.acquireConnection();
   try {
     return await runNamed<T>(connection, sql, params, named);
+  } catch (error) {
+    await ended(connection);
+    throw error;
   } finally {
     await knex.client.releaseConnection(connection);
   }
+}
+
+/**
+ * Waits until the transaction of a statement that failed alone on `connection` has ended. pg answers a
+ * failure on PostgreSQL's error message, which the server sends before it aborts the transaction and
+ * releases what it held (an Idempotency-Key's advisory lock, ./sql/rows.ts): a caller that tries again
+ * at once on another connection (a failed group's writes, each alone: ../engine/grouping.ts) would find
+ * its own lock still held. An empty query runs once the abort is done; a broken connection fails it.
+ */
+async function ended(connection: pg.Client): Promise<void> {
+  await connection.query('').catch(() => {});
 }
 
 /**
@@ -37,6 +51,9 @@ export async function runAloneTimed<T>(knex: Knex, sql: string, params: SqlValue
     // `ms` is the server's own number.
     await connection.query(`set statement_timeout = ${Math.max(1, Math.ceil(ms))}`);
     return await runNamed<T>(connection, sql, params);
+  } catch (error) {
+    await ended(connection);
+    throw error;
   } finally {
     void connection
       .query('reset statement_timeout')
