@@ -266,16 +266,23 @@ select c.*, r.data as current, r.version
 -- updateRowSql
 with updated as (
   update rows set data = $1, version = $2, expires_at = rowbase_expiry_of($1, $10::text) where collection_id = $3 and id = $4
+), carried as (
+  update sort_keys set carried = case when octet_length($1) <= 2000 then $1 end where collection_id = $3 and row_id = $4 and carried is not null
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
 )
 select pg_notify($8, $9);
 
 -- updateRowsSql
-update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality,
-  expires_at = rowbase_expiry_of(x.value ->> 1, c.ttl_field)
-from json_array_elements(?::json) with ordinality x, collections c
-where rows.collection_id = ? and c.id = rows.collection_id and rows.id = (x.value ->> 0)::bigint;
+with texts as materialized (
+  select (x.value ->> 0)::bigint as id, x.value ->> 1 as data, x.ordinality from json_array_elements(?::json) with ordinality x
+), carried as (
+  update sort_keys k set carried = case when octet_length(t.data) <= 2000 then t.data end
+    from texts t where k.collection_id = ?::integer and k.row_id = t.id and k.carried is not null
+)
+update rows set data = t.data, version = ?::bigint + t.ordinality, expires_at = rowbase_expiry_of(t.data, c.ttl_field)
+from texts t, collections c
+where rows.collection_id = ? and c.id = rows.collection_id and rows.id = t.id;
 
 -- notifySql
 select pg_notify(?, ?);
@@ -872,10 +879,11 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
   left join lateral (select '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end as json, octet_length(data) as b from rows
     where rows.collection_id = (select id from collections where account_id = ? and name = ?) and rows.id = d.t0 and (rows.expires_at is null or rows.expires_at > ?) and (<filter>)) t0 on true
   left join lateral (select count(*) as n, sum(octet_length(data)) as b,
-    array_to_string((array_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end))[1:?], ',') as json from (select * from (select k.str, k.row_id as id, rows.data from sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-    where rows.collection_id = (select id from collections where account_id = ? and name = ?) and k.collection_id = (select id from collections where account_id = ? and name = ?) and k.slot = (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
+    array_to_string((array_agg('{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end))[1:?], ',') as json from (select * from (select k.str, k.row_id as id, coalesce(k.carried, (select data from rows where collection_id = (select id from collections where account_id = ? and name = ?) and id = k.row_id offset 0)) as data from sort_keys k
+    where k.collection_id = (select id from collections where account_id = ? and name = ?) and k.slot = (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
     where c.id = (select id from collections where account_id = ? and name = ?) and e.f = ?) and k.rank = 1
-      and k.num = r.id and (rows.expires_at is null or rows.expires_at > ?)) r
+      and k.num = r.id and ((select ttl_field from collections where id = (select id from collections where account_id = ? and name = ?)) is null
+    or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = (select id from collections where account_id = ? and name = ?) and x.id = row_id), true))) r
   order by str asc, id asc limit +?) x) t1 on true;
 
 -- insertBatchSql
@@ -895,11 +903,11 @@ with counters as (
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
-  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  select b.collection_id, b.id, b.data, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
@@ -907,11 +915,12 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
@@ -947,11 +956,11 @@ with keys as materialized (
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
-  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  select b.collection_id, b.id, b.data, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
@@ -959,11 +968,12 @@ with keys as materialized (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
@@ -1008,11 +1018,11 @@ with counters as (
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
-  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  select b.collection_id, b.id, b.data, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
@@ -1020,11 +1030,12 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
@@ -1063,11 +1074,11 @@ with counters as (
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
-  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  select b.collection_id, b.id, b.data, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
@@ -1075,11 +1086,12 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
@@ -1115,11 +1127,11 @@ with keys as materialized (
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
-  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  select b.collection_id, b.id, b.data, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
@@ -1127,11 +1139,12 @@ with keys as materialized (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
@@ -1176,11 +1189,11 @@ with counters as (
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || right(data, -1) end, at
       from batch
 ), parsed as (
-  select b.collection_id, b.id, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
+  select b.collection_id, b.id, b.data, case when strpos(b.data, '\') = 0 and strpos(b.data, chr(55295)) = 0 then b.data::jsonb
   else regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j from batch b
 ), keyed as (
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
     select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
@@ -1188,11 +1201,12 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
 ), uniqued as (
@@ -1225,28 +1239,30 @@ delete from search_rows where collection_id = ?;
 '17_red' & '17_sho':*;
 
 -- keysSql(rows by id range)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, ?::integer, id, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
-case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null
-  from (select collection_id, id, d -> ? as j
-    from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null,
+    case when jsonb_typeof(j) = 'number' and octet_length(data) <= 2000 and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then data end
+  from (select collection_id, id, data, d -> ? as j
+    from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id between ? and ? offset 0) d) r;
 
 -- keysSql(rows listed by id, replacing their keys)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, ?::integer, id, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
-case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null
-  from (select collection_id, id, d -> ? as j
-    from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null,
+    case when jsonb_typeof(j) = 'number' and octet_length(data) <= 2000 and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then data end
+  from (select collection_id, id, data, d -> ? as j
+    from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[]) offset 0) d) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-prefix = excluded.prefix;
+prefix = excluded.prefix, carried = excluded.carried;
 
 -- keysSql(a pair, rows by id range)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, ?::integer, id, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
@@ -1254,9 +1270,10 @@ case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, case jsonb_
   when 'number' then case when (p)::numeric = trunc((p)::numeric) and abs((p)::numeric) < 9007199254740992
     then '1:' || trunc((p)::numeric)::text else '1:~' end
   when 'string' then '2:' || left(p #>> '{}', 400)
-  when 'boolean' then case when (p)::boolean then '3:1' else '3:0' end end
-  from (select collection_id, id, d -> ? as j, d -> ? as p
-    from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  when 'boolean' then case when (p)::boolean then '3:1' else '3:0' end end,
+    case when jsonb_typeof(j) = 'number' and octet_length(data) <= 2000 and false then data end
+  from (select collection_id, id, data, d -> ? as j, d -> ? as p
+    from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id between ? and ? offset 0) d) r;
 
 -- importRowsSql

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
 import { replaceUnprefixedKey } from '../engine/sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
-import { keyColumns, keysGoWithRowsSql, uniqueKeySql } from './sql/collections.ts';
+import { keyColumns, keysCarryTextsSql, keysGoWithRowsSql, uniqueKeySql } from './sql/collections.ts';
 import { dropExpiryFunctionSql, dropExpiryTriggersSql, expiryFunctionSql, expiryTriggersSql } from './sql/expiry.ts';
 import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
 import { searchTables } from './sql/search.ts';
@@ -117,6 +117,9 @@ export const postgresSchema: DialectSchema = {
     // A row's unique keys deleted with it by a statement trigger of `rows`, where a foreign key checked
     // each key's row as it was written (sql/collections.ts, keysGoWithRowsSql; docs/performance.md).
     '0029_postgres_keys_go_with_rows': statements(keysGoWithRowsSql.up, keysGoWithRowsSql.down),
+    // The sort keys of a relation's field carry their rows' texts, which a to-many then reads beside its
+    // keys (sql/collections.ts, keysCarryTextsSql; docs/performance.md).
+    '0033_postgres_keys_carry_texts': statements(keysCarryTextsSql.up, keysCarryTextsSql.down),
   },
 };
 

@@ -46,7 +46,7 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
       await db.run(trx, importRowsSql, [collectionId, firstSeq, ids, rows.map(({ text }) => text).join('\n')]);
     },
     async keyRows(trx, collectionId, slot, field, from, to) {
-      const { sql, bindings } = keysSql(field);
+      const { sql, bindings } = keysSql(field, collectionId);
       await db.run(trx, sql, [slot, ...bindings, collectionId, from, to]);
     },
   };
@@ -113,7 +113,8 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
     async writePatched(trx, accountId, collection, collectionId, _schemaId, rows, patch) {
       const { lastSeq, sorted, uniques, search } = await steps.advance(db, trx, accountId, collection, rows.length);
       const first = lastSeq - rows.length;
-      await db.run(trx, updateRowsSql, [first, JSON.stringify(rows.map((row) => [row.id, row.text])), collectionId]);
+      const texts = JSON.stringify(rows.map((row) => [row.id, row.text]));
+      await db.run(trx, updateRowsSql, [texts, collectionId, first, collectionId]);
       await rekeyPatchedRows(
         db,
         trx,
@@ -153,7 +154,7 @@ async function rekeyPatchedRows(
 ) {
   for (const [slot, field] of sorted.entries()) {
     if (patched && !fieldsOf(field).some((each) => patched.includes(each))) continue;
-    const { sql, bindings } = keysSql(field, idList, true);
+    const { sql, bindings } = keysSql(field, collectionId, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
   }
   const moved = uniques.filter(([, fields]) => !patched || fields.some((field) => patched.includes(field)));

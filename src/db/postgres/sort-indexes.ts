@@ -23,7 +23,7 @@ export function makeSortIndex(
     const slot = slotOf(sorted, field);
     if (slot >= 0 || sorted.length >= max) return slot;
     await db.run(trx, setSortedSql, [JSON.stringify([...sorted, field]), id]);
-    const { sql, bindings } = keysSql(field);
+    const { sql, bindings } = keysSql(field, id);
     await db.run(trx, sql, [sorted.length, ...bindings, id, 1, lastRowId]);
     return sorted.length;
   });

@@ -8,7 +8,7 @@
 // postgres/sql/reads.ts.
 import { type Direction, ordersRelated, type SortKey } from '../../../query/order.ts';
 import type { SqlValue } from '../dialect.ts';
-import { liveRowSql } from './expiry.ts';
+import { liveKeySql, liveRowSql } from './expiry.ts';
 import type { CollectionRef, FieldOrder, Statement } from './pages.ts';
 import { raw, type Sql, sql } from './template.ts';
 
@@ -88,6 +88,12 @@ export interface RelatedJson {
   rows: string;
   /** Ends the subquery of the rows ordered through a relation, so that each related row is looked up once (PageJson's). */
   fence: string;
+  /**
+   * The text of the row of the key `k` of the collection `collectionId` where its key carries it
+   * (PostgreSQL: postgres/sql/collections.ts, carriedText), else looked up: keyRows() then reads a key's
+   * rows by their keys alone, when it reads nothing else of them. None: each key joined with its row.
+   */
+  carried?(collectionId: Sql): Sql;
 }
 
 /** The statement of a relation's rows for a whole page: its rows are RelatedPart. */
@@ -133,14 +139,22 @@ type KeyRead = Pick<ManyRead, 'collection' | 'order' | 'each' | 'now' | 'filtere
 
 /**
  * The rows of the key `key` (SQL of a number) through the sort index in `slot`, as throughIndex() reads
- * them: the columns `id` and `data`, and those of the order.
+ * them: the columns `id` and `data`, and those of the order. Read by their keys alone where the dialect's
+ * keys carry their rows' texts (RelatedJson.carried) and nothing else of the rows is read: no condition,
+ * no field of the order, no fence; each key then tested as a page's keys are (liveKeySql()).
  */
 function keyRows(json: RelatedJson, byField: FieldOrder, read: KeyRead, slot: Sql, key: Sql): Sql {
   const { collection, order, each, now, filtered, fence } = read;
   const { columns, placed } = orderColumns(byField, read);
-  return sql`select * from (select k.str, k.row_id as id, rows.data${columns} from ${raw(json.keyedRows)}
-        where rows.collection_id = ${collection.id} and k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1
-          and k.num = ${key} and ${liveRowSql('rows', now)}${filtered}${fence}) r
+  const keyed = sql`k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1
+          and k.num = ${key}`;
+  const rows =
+    json.carried && columns.sql === '' && filtered.sql === '' && fence.sql === ''
+      ? sql`select k.str, k.row_id as id, ${json.carried(collection.id)} as data from sort_keys k
+        where ${keyed} and ${liveKeySql(collection.id, now)}`
+      : sql`select k.str, k.row_id as id, rows.data${columns} from ${raw(json.keyedRows)}
+        where rows.collection_id = ${collection.id} and ${keyed} and ${liveRowSql('rows', now)}${filtered}${fence}`;
+  return sql`select * from (${rows}) r
       order by str ${raw(order[0]?.direction ?? 'asc')}, ${raw(placed)} limit +${each}`;
 }
 

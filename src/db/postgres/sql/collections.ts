@@ -39,20 +39,49 @@ export const prefixColumn = (j: string) => `case jsonb_typeof(${j})
       when 'boolean' then case when (${j})::boolean then '3:1' else '3:0' end end`;
 
 /**
+ * The bytes of a row's text its keys of a relation field carry at most (`sort_keys.carried`, migration
+ * 0033): a to-many's rows are then read beside their keys, without a lookup of each row
+ * (../../engine/sql/related.ts, keyRows). A key of a number holds no string, and a btree key is at most
+ * 2,704 bytes: a text of at most CARRIED_TEXT_BYTES fits beside the key's other columns.
+ */
+const CARRIED_TEXT_BYTES = 2000;
+
+/**
+ * What a key carries of its row (SQL of the row's `text`): the text, when the key's value `j` (jsonb) is a
+ * number, the text at most CARRIED_TEXT_BYTES, and `isRelated` (SQL of a boolean: the slot is of a
+ * relation's field); else null, and the key's row is looked up where it is read.
+ */
+export const carriedText = (j: string, text: string, isRelated: string) =>
+  `case when jsonb_typeof(${j}) = 'number' and octet_length(${text}) <= ${CARRIED_TEXT_BYTES} and ${isRelated} then ${text} end`;
+
+/** Whether the collection `collectionId` (SQL) declares a relation from its field `field` (SQL of text). */
+export const isRelatedField = (collectionId: string, field: string) =>
+  `exists (select from collection_relations where collection_id = ${collectionId} and field = ${field})`;
+
+/** A carried text once its row's text is `text` (SQL): the new text, or null when it is too long to carry. */
+export const carriedUpdate = (text: string) => `case when octet_length(${text}) <= ${CARRIED_TEXT_BYTES} then ${text} end`;
+
+/**
  * The keys of rows of the collection in the slot of `entry` (a field, or a pair: then with its prefix),
  * from their stored texts read as jsonb (strings escaped: jsonbOf()): those of new rows (`ids` idRange),
  * or, each replacing the row's key, those of rows changed by filter (`ids` idList, `replace`), one
- * statement a slot. Params: the slot, these bindings, the collection's id, then the ids' parameters.
+ * statement a slot; each key of a relation's field carrying its row's text (carriedText()). A pair's keys,
+ * and those of a field whose name holds U+0000 (which no binding takes), carry none. Params: the slot,
+ * these bindings (the collection's id `collectionId` among them), the collection's id, then the ids' parameters.
  */
-export function keysSql(entry: SortedEntry, ids = idRange, replace = false) {
+export function keysSql(entry: SortedEntry, collectionId: number, ids = idRange, replace = false) {
   const order = escapeString(orderedField(entry));
   const first = isPair(entry) ? escapeString(entry[0]) : undefined;
+  const carrier = isPair(entry) || entry.includes('\u0000') ? undefined : entry;
+  // Evaluated once a statement (an InitPlan).
+  const related = carrier !== undefined ? `(select ${isRelatedField('?::integer', '?::text')})` : 'false';
   return {
-    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
-      select collection_id, ?::integer, id, ${keyColumns('j')}, ${first === undefined ? 'null' : prefixColumn('p')}
-      from (select collection_id, id, d -> ? as j${first === undefined ? '' : ', d -> ? as p'}
-        from (select collection_id, id, ${jsonbOf('data')} as d from rows where collection_id = ? and ${ids} offset 0) d) r${replace ? ` ${replaceKey}` : ''}`,
-    bindings: first === undefined ? [order] : [order, first],
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
+      select collection_id, ?::integer, id, ${keyColumns('j')}, ${first === undefined ? 'null' : prefixColumn('p')},
+        ${carriedText('j', 'data', related)}
+      from (select collection_id, id, data, d -> ? as j${first === undefined ? '' : ', d -> ? as p'}
+        from (select collection_id, id, data, ${jsonbOf('data')} as d from rows where collection_id = ? and ${ids} offset 0) d) r${replace ? ` ${replaceKey}, carried = excluded.carried` : ''}`,
+    bindings: [...(carrier === undefined ? [] : [collectionId, carrier]), ...(first === undefined ? [order] : [order, first])],
   };
 }
 
@@ -118,5 +147,35 @@ export const keysGoWithRowsSql = {
     'delete from unique_keys k where not exists (select from rows r where r.collection_id = k.collection_id and r.id = k.row_id)',
     `alter table unique_keys add constraint unique_keys_collection_id_row_id_fkey
       foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade`,
+  ],
+} as const;
+
+/**
+ * The texts of rows of a relation's field kept beside their sort keys (`carried`, keysSql(); migration
+ * 0033), in the index a to-many reads its keys through (`include`, read without the table); the keys
+ * there already filled, each of a number, and a text at most CARRIED_TEXT_BYTES (carriedText()). The
+ * column is not named `data`, which a page's statement reads unqualified beside `rows`. Each up
+ * statement, then each down one.
+ */
+export const keysCarryTextsSql = {
+  up: [
+    'alter table sort_keys add column carried text',
+    `update sort_keys k set carried = r.data
+      from collection_relations cr
+        join collections c on c.id = cr.collection_id
+        cross join lateral jsonb_array_elements(${jsonbOf('c.sorted')}) with ordinality as e(entry, slot)
+        join rows r on r.collection_id = c.id
+      where jsonb_typeof(e.entry) = 'string' and e.entry #>> '{}' = cr.field
+        and k.collection_id = c.id and k.slot = e.slot - 1 and k.row_id = r.id and k.rank = 1
+        and octet_length(r.data) <= ${CARRIED_TEXT_BYTES}`,
+    'create index sort_keys_order_carrying on sort_keys (collection_id, slot, rank, num, str, row_id) include (carried)',
+    'drop index sort_keys_order',
+    'alter index sort_keys_order_carrying rename to sort_keys_order',
+  ],
+  down: [
+    'create index sort_keys_order_plain on sort_keys (collection_id, slot, rank, num, str, row_id)',
+    'drop index sort_keys_order',
+    'alter index sort_keys_order_plain rename to sort_keys_order',
+    'alter table sort_keys drop column carried',
   ],
 } as const;

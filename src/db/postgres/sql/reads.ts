@@ -202,7 +202,8 @@ const keyJsonSql = `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then 
  * The rows related to a page's, for a relation of the whole page (../../engine/sql/related.ts): the keys
  * read from their JSON array, each key's rows of a to-many read by a LATERAL subquery in their order, its
  * sort keys joined to their rows by the primary key (a plain join: under the subquery's LIMIT the planner
- * looks each row up, and a subquery kept apart by `offset 0` cost a rescan of its own for each row);
+ * looks each row up, and a subquery kept apart by `offset 0` cost a rescan of its own for each row), or
+ * where nothing else of the rows is read, their texts the keys carry (./collections.ts, carriedText);
  * each key's rows joined in their order, only when they add up to at most MAX_PAGE_BYTES.
  */
 export const relatedRows: PageSource['relatedRows'] = (read) => relatedPage(relatedJson, byField, read);
@@ -225,6 +226,7 @@ const relatedJson: RelatedJson = {
   keyedRows: 'sort_keys k join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
   rows: pageJsonSql('rn'),
   fence: pageJson.fence,
+  carried: (id) => sql`coalesce(k.carried, (select data from rows where collection_id = ${id} and id = k.row_id offset 0))`,
 };
 
 /** Ids are assigned from 1 and never reach 2^53 (rows.ts, assignable()). */

@@ -3,7 +3,7 @@
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { document, jsonbOf } from '../jsonb.ts';
-import { keyColumns, parsedUniqueKey, prefixColumn } from './collections.ts';
+import { carriedText, carriedUpdate, isRelatedField, keyColumns, parsedUniqueKey, prefixColumn } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -28,14 +28,20 @@ export const pruneOnceSql = `delete from idempotency_keys where (account_id, key
 export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as held';
 
 /**
- * Sets the texts of many rows of the collection `?` (a change by filter): `?` the seq before the first
- * of their update events, `?` a JSON array of `[id, text]`, each row's version that seq plus its place,
- * and its expiry by the collection's time to live (./expiry.ts).
+ * Sets the texts of many rows (a change by filter), and the texts their keys carry (./collections.ts,
+ * carriedUpdate): `?` a JSON array of `[id, text]`, `?` the collection's id, `?` the seq before the
+ * first of their update events, each row's version that seq plus its place, and `?` the collection's id
+ * again; each row's expiry by the collection's time to live (./expiry.ts).
  */
-export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality,
-    expires_at = ${rowExpiry('x.value ->> 1', 'c.ttl_field')}
-  from json_array_elements(?::json) with ordinality x, collections c
-  where rows.collection_id = ? and c.id = rows.collection_id and rows.id = (x.value ->> 0)::bigint`;
+export const updateRowsSql = `with texts as materialized (
+    select (x.value ->> 0)::bigint as id, x.value ->> 1 as data, x.ordinality from json_array_elements(?::json) with ordinality x
+  ), carried as (
+    update sort_keys k set carried = ${carriedUpdate('t.data')}
+      from texts t where k.collection_id = ?::integer and k.row_id = t.id and k.carried is not null
+  )
+  update rows set data = t.data, version = ?::bigint + t.ordinality, expires_at = ${rowExpiry('t.data', 'c.ttl_field')}
+  from texts t, collections c
+  where rows.collection_id = ? and c.id = rows.collection_id and rows.id = t.id`;
 
 /**
  * A patch of one row, once advanceReadingRowSql has held its collection and read it: the row's text
@@ -43,10 +49,14 @@ export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?:
  * appendEvents() would send two more. $1 the row's new text, $2 the seq of its event (its version),
  * $3 the collection's id, $4 the row's id; $5 and $6 the row and the row as it was, as eventRow() makes
  * them; $7 the event's time; $8 and $9 the NOTIFY's channel and payload; $10 the collection's time to live's
- * field, as advanceReadingRowSql read it (null for none), by which the row's expiry is set (./expiry.ts).
+ * field, as advanceReadingRowSql read it (null for none), by which the row's expiry is set (./expiry.ts). The
+ * texts its keys carry are the new text (./collections.ts, carriedUpdate): a key the patch moves is
+ * written again after (../rows.ts, rekeyPatchedRows).
  */
 export const updateRowSql = `with updated as (
     update rows set data = $1, version = $2, expires_at = ${rowExpiry('$1', '$10::text')} where collection_id = $3 and id = $4
+  ), carried as (
+    update sort_keys set carried = ${carriedUpdate('$1')} where collection_id = $3 and row_id = $4 and carried is not null
   ), logged as (
     insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
   )
@@ -59,7 +69,8 @@ const searchedIf: Record<string, string> = { false: ' and search is null', true:
  * What an insert statement writes of the rows of `batch` (each row's collection, id, seq, text, time
  * and its collection's time to live's field), the collections' `counters` held and moved already: the
  * rows, their insert events, and their sort keys and unique keys by the `sorted` and `uniques` of
- * their collection's counters (see insertBatchSql).
+ * their collection's counters (see insertBatchSql), the keys of a relation's field carrying their rows'
+ * texts (./collections.ts, carriedText).
  */
 const rowsWritten = `, stored as (
     insert into rows (collection_id, id, data, version, expires_at)
@@ -69,13 +80,14 @@ const rowsWritten = `, stored as (
       select collection_id, seq, 'insert', id, ${rowJsonSql}, at
         from batch
   ), parsed as (
-    select b.collection_id, b.id, ${document('b').sql} as j from batch b
+    select b.collection_id, b.id, b.data, ${document('b').sql} as j from batch b
   ), keyed as (
-    insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
-      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}, ${prefixColumn('k.f')}
+    insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
+      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}, ${prefixColumn('k.f')}, ${carriedText('k.j', 'k.data', 'r.related')}
         from counters c,
           jsonb_array_elements(${jsonbOf('c.sorted')}) with ordinality as f(entry, slot),
-          lateral (select p.collection_id, p.id, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
+          lateral (select jsonb_typeof(f.entry) = 'string' and ${isRelatedField('c.id', "f.entry #>> '{}'")} as related offset 0) r,
+          lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
               case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
             from parsed p where p.collection_id = c.id offset 0) k
   ), uniqued as (
