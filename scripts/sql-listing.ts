@@ -307,6 +307,7 @@ function postgresListing(): Listing {
     ['keysSql(rows listed by id, replacing their keys)', postgres.keysSql('n', 1, postgres.idList, true).sql],
     ['keysSql(a pair, rows by id range)', postgres.keysSql(['f', 'n'], 1).sql],
     ['importRowsSql', postgres.importRowsSql],
+    ['carryTextsSql', postgres.carryTextsSql],
     ['uniqueKeySql.fill', postgres.uniqueKeySql.fill],
     ['uniqueKeySql.holders', postgres.uniqueKeySql.holders],
   ];

@@ -1283,6 +1283,17 @@ select c.id, t.id, t.data, f.first + t.n - 1, rowbase_expiry_of(t.data, c.ttl_fi
     join collections c on c.id = f.collection_id,
     unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n);
 
+-- carryTextsSql
+update sort_keys k set carried = r.data
+from (select ?::integer, ?::text) as cr (collection_id, field)
+  join collections c on c.id = cr.collection_id
+  cross join lateral jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as e(entry, slot)
+  join rows r on r.collection_id = c.id
+where jsonb_typeof(e.entry) = 'string' and e.entry #>> '{}' = cr.field
+  and k.collection_id = c.id and k.slot = e.slot - 1 and k.row_id = r.id and k.rank = 1 and k.carried is null
+  and octet_length(r.data) <= 2000;
+
 -- uniqueKeySql.fill
 insert into unique_keys (collection_id, row_id, index_id, key)
 select collection_id, id, ?::integer, (select case when count(*) = count(nullif(d -> x.f, 'null'::jsonb))

@@ -76,12 +76,12 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
   }
 
   /** The ids of the comments whose keys carry a text, and how many of those texts are not their rows'. */
-  async function carried() {
+  async function carried(collection = 'comments') {
     const { knex } = server.store;
     const keys = await knex('sort_keys as k')
       .join('collections as c', 'c.id', 'k.collection_id')
       .join('rows as r', (on) => on.on('r.collection_id', 'k.collection_id').andOn('r.id', 'k.row_id'))
-      .where('c.name', 'comments')
+      .where('c.name', collection)
       .whereNotNull('k.carried')
       .orderBy('k.row_id')
       .select('k.row_id', knex.raw('k.carried = r.data as same'));
@@ -138,8 +138,28 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
     // Written while there is no relation: its key carries nothing; the keys that carry keep up.
     await insert([{ post_id: 3, text: 'c8' }], false);
     await patch(1, { text: 'c1, edited again' });
+    if (backend === 'postgres') expect((await carried()).ids).to.deep.equal([1, 2, 3, 4, 5]);
+    // Declared again over the sort index there, the keys that carried none carry their texts.
     await relate();
+    carrying.add(8);
     await expectExpanded();
-    expect([...carrying].sort((a, b) => a - b)).to.deep.equal([1, 2, 3, 4, 5]);
+    expect([...carrying].sort((a, b) => a - b)).to.deep.equal([1, 2, 3, 4, 5, 8]);
+  });
+
+  it('has the keys of a field sorted before its relation was declared carry their rows', async () => {
+    expect((await client.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+    const stored = await client.post<Row[]>('/v1/collections/notes/rows', [
+      { post_id: 2 },
+      { post_id: 2, n: 'x'.repeat(2500) },
+      { post_id: 1 },
+    ]);
+    expect(stored.status).to.equal(201);
+    // The first page ordered by the field makes its sort index.
+    expect((await client.get('/v1/collections/notes/rows?order_by=post_id')).status).to.equal(200);
+    const body = { field: 'post_id', collection: 'posts', reverse: 'notes' };
+    expect((await client.put('/v1/collections/notes/relations/post', body)).status).to.equal(200);
+    const page = await client.get<Row[]>('/v1/collections/posts/rows?expand=notes');
+    expect(page.body.map((post) => (post._expand as { notes: Row[] }).notes.map((note) => note.id))).to.deep.equal([[3], [1, 2], []]);
+    if (backend === 'postgres') expect(await carried('notes')).to.deep.equal({ ids: [1, 3], stale: 0 });
   });
 });

@@ -19,7 +19,7 @@ import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
 import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { POSTGRES_KEY_CHARS, uniqueKeySql } from './sql/collections.ts';
+import { carryTextsSql, POSTGRES_KEY_CHARS, uniqueKeySql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
 import { holdSweptSql, refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
@@ -83,6 +83,7 @@ export async function openPostgres(
     // A transaction waiting for a lock is woken when it is released.
     writerWakeMs: () => 0,
     sweepBatchRows: 250,
+    carryTextsSql,
     async sweepAlone(collectionId, now, rows) {
       const payload = `${changes.instance} ${collectionId}`;
       const deleted = await runWrite(knex, async (run) => {

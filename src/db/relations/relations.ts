@@ -178,6 +178,7 @@ export async function putRelationIn(
   if (!batch?.made.has(collection)) await refuseMissing(db, trx, declared);
   if (replaced) await db.run(trx, deleteRelationSql, [source, name]);
   await db.run(trx, insertRelationSql, [source, name, declared.field, target, onDelete, reverse, new Date().toISOString()]);
+  if (db.carryTextsSql) await db.run(trx, db.carryTextsSql, [source, declared.field]);
   for (const id of new Set([source, target, replaced?.target ?? source])) {
     if (batch) batch.relinked.add(id);
     else noteLinks(db, after, accountId, await refreshLinks(db, trx, id));

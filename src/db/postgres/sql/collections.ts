@@ -151,6 +151,22 @@ export const keysGoWithRowsSql = {
 } as const;
 
 /**
+ * Has the keys of the relations `relations` (SQL of a table of `collection_id` and `field`) that carry no
+ * text carry their rows' texts, as carriedText() writes them.
+ */
+const carryTexts = (relations: string) => `update sort_keys k set carried = r.data
+  from (${relations}) as cr (collection_id, field)
+    join collections c on c.id = cr.collection_id
+    cross join lateral jsonb_array_elements(${jsonbOf('c.sorted')}) with ordinality as e(entry, slot)
+    join rows r on r.collection_id = c.id
+  where jsonb_typeof(e.entry) = 'string' and e.entry #>> '{}' = cr.field
+    and k.collection_id = c.id and k.slot = e.slot - 1 and k.row_id = r.id and k.rank = 1 and k.carried is null
+    and octet_length(r.data) <= ${CARRIED_TEXT_BYTES}`;
+
+/** carryTexts() of the collection `?` and its field `?` (Dialect.carryTextsSql). */
+export const carryTextsSql = carryTexts('select ?::integer, ?::text');
+
+/**
  * The texts of rows of a relation's field kept beside their sort keys (`carried`, keysSql(); migration
  * 0033), in the index a to-many reads its keys through (`include`, read without the table); the keys
  * there already filled, each of a number, and a text at most CARRIED_TEXT_BYTES (carriedText()). The
@@ -160,14 +176,7 @@ export const keysGoWithRowsSql = {
 export const keysCarryTextsSql = {
   up: [
     'alter table sort_keys add column carried text',
-    `update sort_keys k set carried = r.data
-      from collection_relations cr
-        join collections c on c.id = cr.collection_id
-        cross join lateral jsonb_array_elements(${jsonbOf('c.sorted')}) with ordinality as e(entry, slot)
-        join rows r on r.collection_id = c.id
-      where jsonb_typeof(e.entry) = 'string' and e.entry #>> '{}' = cr.field
-        and k.collection_id = c.id and k.slot = e.slot - 1 and k.row_id = r.id and k.rank = 1
-        and octet_length(r.data) <= ${CARRIED_TEXT_BYTES}`,
+    carryTexts('select collection_id, field from collection_relations'),
     'create index sort_keys_order_carrying on sort_keys (collection_id, slot, rank, num, str, row_id) include (carried)',
     'drop index sort_keys_order',
     'alter index sort_keys_order_carrying rename to sort_keys_order',
