@@ -915,7 +915,7 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and r.related then case when octet_length(k.data) <= 2000 then k.data end end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
@@ -968,7 +968,7 @@ with keys as materialized (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and r.related then case when octet_length(k.data) <= 2000 then k.data end end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
@@ -1030,7 +1030,7 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and r.related then case when octet_length(k.data) <= 2000 then k.data end end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
@@ -1086,7 +1086,7 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and r.related then case when octet_length(k.data) <= 2000 then k.data end end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
@@ -1139,7 +1139,7 @@ with keys as materialized (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and r.related then case when octet_length(k.data) <= 2000 then k.data end end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
@@ -1201,7 +1201,7 @@ with counters as (
     when 'number' then case when (k.f)::numeric = trunc((k.f)::numeric) and abs((k.f)::numeric) < 9007199254740992
       then '1:' || trunc((k.f)::numeric)::text else '1:~' end
     when 'string' then '2:' || left(k.f #>> '{}', 400)
-    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and octet_length(k.data) <= 2000 and r.related then k.data end
+    when 'boolean' then case when (k.f)::boolean then '3:1' else '3:0' end end, case when jsonb_typeof(k.j) = 'number' and r.related then case when octet_length(k.data) <= 2000 then k.data end end
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
@@ -1244,7 +1244,7 @@ insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carr
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
 case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null,
-    case when jsonb_typeof(j) = 'number' and octet_length(data) <= 2000 and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then data end
+    case when jsonb_typeof(j) = 'number' and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then case when octet_length(data) <= 2000 then data end end
   from (select collection_id, id, data, d -> ? as j
     from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id between ? and ? offset 0) d) r;
@@ -1255,7 +1255,7 @@ insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carr
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
 case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null,
-    case when jsonb_typeof(j) = 'number' and octet_length(data) <= 2000 and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then data end
+    case when jsonb_typeof(j) = 'number' and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then case when octet_length(data) <= 2000 then data end end
   from (select collection_id, id, data, d -> ? as j
     from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[]) offset 0) d) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
@@ -1271,7 +1271,7 @@ case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, case jsonb_
     then '1:' || trunc((p)::numeric)::text else '1:~' end
   when 'string' then '2:' || left(p #>> '{}', 400)
   when 'boolean' then case when (p)::boolean then '3:1' else '3:0' end end,
-    case when jsonb_typeof(j) = 'number' and octet_length(data) <= 2000 and false then data end
+    case when jsonb_typeof(j) = 'number' and false then case when octet_length(data) <= 2000 then data end end
   from (select collection_id, id, data, d -> ? as j, d -> ? as p
     from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id between ? and ? offset 0) d) r;

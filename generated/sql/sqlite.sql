@@ -592,9 +592,10 @@ select count(*) as n, cast('[{"id":' || group_concat(id || case data when '{}' t
   when n > ? then ? || cast(substr(cast(g as blob), 1, length(cast(g as blob)) - b - ?) as text) || ?
   else ? || g || ']' end
 from (select count(*) as n, '{"id":' || group_concat(id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',{"id":') as g, max(id), length(id) + case data when '{}' then 1 else length(cast(data as blob)) end as b
-  from (select * from (select k.str, k.row_id as id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and k.collection_id = (select id from collections where account_id = ? and name = ?) and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) and k.rank = 1
-    and k.num = r.id and (rows.expires_at is null or rows.expires_at > ?)) r
+  from (select * from (select k.str, k.row_id as id, coalesce(k.carried, (select data from rows where collection_id = (select id from collections where account_id = ? and name = ?) and id = k.row_id)) as data from sort_keys k
+  where k.collection_id = (select id from collections where account_id = ? and name = ?) and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) and k.rank = 1
+    and k.num = r.id and ((select ttl_field from collections where id = (select id from collections where account_id = ? and name = ?)) is null
+  or coalesce((select (x.expires_at is null or x.expires_at > ?) from rows x where x.collection_id = (select id from collections where account_id = ? and name = ?) and x.id = row_id), true))) r
 order by str asc, id asc limit +?))) || '}}', ',{"id":') || ']' as blob) as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq, max(r.id) as last_id, (select j.key from collections c, json_each(c.sorted) j where c.id = (select id from collections where account_id = ? and name = ?) and j.value = ?) is null as apart
 from (select * from (select id, data, (case when json_type(data, ?) in ('integer', 'real') then json_extract(data, ?) end) as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > ?)) r order by id asc limit +? offset ?) r;
@@ -886,34 +887,44 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
   (select search from collections where id = row_patches_16.collection_id) as search;
 
 -- keysSql(rows by id range)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
 select ?, ?, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
-from (select r.id, k.type as t, k.atom as v, null as p from rows r left join json_each(r.data) k on k.key = ?
+  case when t = 'text' then v end, p, c
+from (select r.id, k.type as t, k.atom as v, null as p, case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and exists (select 1 from collection_relations where collection_id = ? and field = ?) then r.data end as c
+  from rows r left join json_each(r.data) k on k.key = ?
   where r.collection_id = ? and r.id between ? and ?) rows;
 
 -- keysSql(rows written after a seq)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
 select ?, ?, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
-from (select r.id, k.type as t, k.atom as v, null as p from rows r left join json_each(r.data) k on k.key = ?
+  case when t = 'text' then v end, p, c
+from (select r.id, k.type as t, k.atom as v, null as p, case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and exists (select 1 from collection_relations where collection_id = ? and field = ?) then r.data end as c
+  from rows r left join json_each(r.data) k on k.key = ?
   where r.collection_id = ? and r.id in (select row_id from events where collection_id = ? and seq > ?)) rows;
 
 -- keysSql(a pair, rows by id range)
-insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
 select ?, ?, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, c
 from (select r.id, k.type as t, k.atom as v, (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = ?) as p from rows r left join json_each(r.data) k on k.key = ?
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = ?) as p, null as c
+  from rows r left join json_each(r.data) k on k.key = ?
   where r.collection_id = ? and r.id between ? and ?) rows;
+
+-- carryTextsSql
+with p (collection_id, field) as (values (?, ?))
+update sort_keys set carried = (select r.data from rows r
+    where r.collection_id = sort_keys.collection_id and r.id = sort_keys.row_id and length(cast(r.data as blob)) <= 2000)
+  where collection_id = (select collection_id from p) and rank = 1 and carried is null
+    and slot = (select f.key from p, collections c, json_each(c.sorted) f where c.id = p.collection_id and f.type = 'text' and f.value = p.field);
 
 -- countersSql
 select id, last_row_id, last_seq, sorted from collections where account_id = ? and name = ?;
@@ -1007,16 +1018,17 @@ from (select json_extract(t.value, '$.' || c.ttl_field) as v limit 1 offset 0)) 
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, r.version as seq, r.id, r.data from collections c, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
     and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r where c.id = new.collection_id);
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data, r.version from rows r where r.collection_id = new.collection_id
     and r.id > (select last_row_id from collections where id = new.collection_id) - new.n) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id);
@@ -1059,21 +1071,22 @@ create temp trigger if not exists row_patches_0_write instead of insert on row_p
       from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
   update rows as r set version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1104,21 +1117,22 @@ create temp trigger if not exists row_patches_1_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1149,21 +1163,22 @@ create temp trigger if not exists row_patches_2_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1194,21 +1209,22 @@ create temp trigger if not exists row_patches_3_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1239,21 +1255,22 @@ create temp trigger if not exists row_patches_4_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1284,21 +1301,22 @@ create temp trigger if not exists row_patches_5_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1329,21 +1347,22 @@ create temp trigger if not exists row_patches_6_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1374,21 +1393,22 @@ create temp trigger if not exists row_patches_7_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1419,21 +1439,22 @@ create temp trigger if not exists row_patches_8_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1464,21 +1485,22 @@ create temp trigger if not exists row_patches_9_write instead of insert on row_p
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1509,21 +1531,22 @@ create temp trigger if not exists row_patches_10_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1554,21 +1577,22 @@ create temp trigger if not exists row_patches_11_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1599,21 +1623,22 @@ create temp trigger if not exists row_patches_12_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1644,21 +1669,22 @@ create temp trigger if not exists row_patches_13_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1689,21 +1715,22 @@ create temp trigger if not exists row_patches_14_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1734,21 +1761,22 @@ create temp trigger if not exists row_patches_15_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2
@@ -1779,21 +1807,22 @@ create temp trigger if not exists row_patches_16_write instead of insert on row_
 then cast(round(unixepoch(upper(v), 'subsec') * 1000) as integer) end
 from (select json_extract(json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]'), new.fields ->> '$[15][0]', json(new.fields ->> '$[15][1]')), '$.' || c.ttl_field) as v limit 1 offset 0)) end, version = c.last_seq from collections c where c.id = new.collection_id and r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
   case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
-  case when t = 'text' then v end, p
+  case when t = 'text' then v end, p, x
   from (select c.id as collection_id, f.key as slot, r.id as id, k.type as t, k.atom as v,
       case when f.type = 'array' then (select case p.type
     when 'integer' then case when abs(p.atom) < 9007199254740992 then '1:' || p.atom else '1:~' end
     when 'real' then case when p.atom = cast(p.atom as integer) and abs(p.atom) < 9007199254740992 then '1:' || cast(p.atom as integer) else '1:~' end
-    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p
+    when 'text' then '2:' || p.atom when 'true' then '3:1' when 'false' then '3:0' end from json_each(r.data) p where p.key = f.value ->> 0) end as p,
+      case when k.type in ('integer', 'real') and length(cast(r.data as blob)) <= 2000 and f.type = 'text' and exists (select 1 from collection_relations where collection_id = c.id and field = f.value) then r.data end as x
     from collections c, json_each(c.sorted) f, (select r.id, r.data from rows r where r.rowid = new.rid) r left join json_each(r.data) k on k.key = case when f.type = 'array' then f.value ->> 1 else f.value end
     where c.id = new.collection_id)
     where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,
-  prefix = excluded.prefix where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-      or prefix is not excluded.prefix;
+  prefix = excluded.prefix, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+      or prefix is not excluded.prefix or carried is not excluded.carried;
   select raise(abort, 'unique value held')
     from collections c cross join json_each(c.uniques) u cross join sort_keys k
     where c.id = new.collection_id and k.collection_id = c.id and k.row_id = (select r.id from rows r where r.rowid = new.rid) and k.slot = (select f.key from json_each(c.sorted) f where f.value = u.value ->> '$[1][0]' and json_array_length(u.value, '$[1]') = 1) and +k.rank = 2

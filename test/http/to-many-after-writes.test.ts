@@ -1,8 +1,8 @@
 // A to-many expansion (openapi.yaml, `expand`; docs/relations.md) after every kind of write of the related
 // rows, on both backends: inserts, patches that move a row, set its relation field to null, make its text
-// long and short again, changes by filter, deletes, and the relation deleted and declared again. On
-// PostgreSQL a relation field's sort keys carry their rows' texts (src/db/postgres/sql/collections.ts,
-// carriedText), which the expansion reads: the test also checks that every text carried is its row's.
+// long and short again, changes by filter, deletes, and the relation deleted and declared again. A
+// relation field's sort keys carry their rows' texts (src/db/*/sql/collections.ts, carriedText), which
+// the expansion reads: the test also checks which keys carry and that every text carried is its row's.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
@@ -16,7 +16,7 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
   let client: Client;
   const posts: Row[] = [1, 2, 3].map((id) => ({ id, title: `p${id}` }));
   const comments = new Map<number, Row>();
-  /** The ids of the comments whose keys carry their texts, as PostgreSQL should have them. */
+  /** The ids of the comments whose keys carry their texts. */
   const carrying = new Set<number>();
 
   before(async () => {
@@ -62,7 +62,7 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
       .sort((a, b) => a.id - b.id)
       .slice(0, 10);
 
-  /** Every post's expansion, as a page and as a row, against the comments written; on PostgreSQL, the texts carried. */
+  /** Every post's expansion, as a page and as a row, against the comments written, and the texts carried. */
   async function expectExpanded() {
     const page = await client.get<Row[]>('/v1/collections/posts/rows?expand=comments');
     expect(page.status).to.equal(200);
@@ -72,7 +72,7 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
       expect(one.status).to.equal(200);
       expect(one.body._expand).to.deep.equal({ comments: commentsOf(post) });
     }
-    if (backend === 'postgres') expect(await carried()).to.deep.equal({ ids: [...carrying].sort((a, b) => a - b), stale: 0 });
+    expect(await carried()).to.deep.equal({ ids: [...carrying].sort((a, b) => a - b), stale: 0 });
   }
 
   /** The ids of the comments whose keys carry a text, and how many of those texts are not their rows'. */
@@ -102,8 +102,10 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
     await patch(4, { text: 'x'.repeat(3000) });
     carrying.delete(4);
     await expectExpanded();
-    // Short again, the text is read from its row: the key carries it again when it is written again.
+    // Short again: SQLite's key carries it again; PostgreSQL's when its relation field is written again,
+    // and until then the text is read from its row.
     await patch(4, { text: 'c4' });
+    if (backend === 'sqlite') carrying.add(4);
     await expectExpanded();
     await patch(4, { post_id: 2 });
     carrying.add(4);
@@ -135,10 +137,11 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
     await insert([{ post_id: 2, text: 'y'.repeat(2500) }]);
     await expectExpanded();
     expect((await client.delete('/v1/collections/comments/relations/post')).status).to.equal(204);
-    // Written while there is no relation: its key carries nothing; the keys that carry keep up.
+    // Written while there is no relation: its key carries nothing; on PostgreSQL the keys that carry keep
+    // up with their rows, on SQLite a row written then carries none.
     await insert([{ post_id: 3, text: 'c8' }], false);
     await patch(1, { text: 'c1, edited again' });
-    if (backend === 'postgres') expect((await carried()).ids).to.deep.equal([1, 2, 3, 4, 5]);
+    expect(await carried()).to.deep.equal({ ids: backend === 'postgres' ? [1, 2, 3, 4, 5] : [2, 3, 4, 5], stale: 0 });
     // Declared again over the sort index there, the keys that carried none carry their texts.
     await relate();
     carrying.add(8);
@@ -160,6 +163,23 @@ describeEachBackend('a to-many expansion after writes', (backend) => {
     expect((await client.put('/v1/collections/notes/relations/post', body)).status).to.equal(200);
     const page = await client.get<Row[]>('/v1/collections/posts/rows?expand=notes');
     expect(page.body.map((post) => (post._expand as { notes: Row[] }).notes.map((note) => note.id))).to.deep.equal([[3], [1, 2], []]);
-    if (backend === 'postgres') expect(await carried('notes')).to.deep.equal({ ids: [1, 3], stale: 0 });
+    expect(await carried('notes')).to.deep.equal({ ids: [1, 3], stale: 0 });
+  });
+
+  it('has the keys of a sort index made as its relation is declared carry their rows', async () => {
+    expect((await client.post('/v1/collections', { name: 'replies' })).status).to.equal(201);
+    const stored = await client.post<Row[]>('/v1/collections/replies/rows', [
+      { post_id: 3 },
+      { post_id: 3, n: 'x'.repeat(2500) },
+      { post_id: null },
+      { post_id: 1 },
+    ]);
+    expect(stored.status).to.equal(201);
+    // No sort index of the field yet: the declaration makes it over the rows there.
+    const body = { field: 'post_id', collection: 'posts', reverse: 'replies' };
+    expect((await client.put('/v1/collections/replies/relations/post', body)).status).to.equal(200);
+    const page = await client.get<Row[]>('/v1/collections/posts/rows?expand=replies');
+    expect(page.body.map((post) => (post._expand as { replies: Row[] }).replies.map((reply) => reply.id))).to.deep.equal([[4], [], [1, 2]]);
+    expect(await carried('replies')).to.deep.equal({ ids: [1, 4], stale: 0 });
   });
 });

@@ -117,11 +117,11 @@ export interface Dialect {
    */
   sweepAlone?(collectionId: number, now: number, rows: number): Promise<number | undefined>;
   /**
-   * Where a relation field's sort keys carry their rows' texts (PostgreSQL: postgres/sql/collections.ts,
-   * carriedText), the statement that has the keys of the collection `?`'s field `?` carry them, run as the
-   * relation is declared: a sort index made before carries none.
+   * The statement that has the sort keys of the collection `?`'s field `?` carry their rows' texts (each
+   * dialect's sql/collections.ts, carriedText), run as a relation from it is declared: a sort index made
+   * before carries none.
    */
-  carryTextsSql?: string;
+  carryTextsSql: string;
   /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */

@@ -15,6 +15,7 @@ type OwnStep =
   | '0026_row_expiry_in_writes'
   | '0029_postgres_keys_go_with_rows'
   | '0033_postgres_keys_carry_texts'
+  | '0034_sqlite_keys_carry_texts'
   | '0030_sqlite_strings_kept_by_sort_indexes'
   | '0013_sqlite_answers_pruned_oldest_first';
 
@@ -486,6 +487,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   // `after`, up to `until`), null when none are. Read by each batch and by a process as it starts.
   '0032_search_fills': textColumn('collections', 'search_fill'),
   '0033_postgres_keys_carry_texts': schema.own['0033_postgres_keys_carry_texts'] ?? unchanged,
+  '0034_sqlite_keys_carry_texts': schema.own['0034_sqlite_keys_carry_texts'] ?? unchanged,
 });
 
 /** A migration that adds the text column `column` (null in every row) to `table`, and drops it to undo. */

@@ -175,10 +175,12 @@ export async function putRelationIn(
   };
   refuseClashes(others, declared);
   if (onDelete === 'restrict') await refuseRestrictOnExpiring(db, trx, target, declared.targetName);
-  if (!batch?.made.has(collection)) await refuseMissing(db, trx, declared);
+  // A collection an apply has just made holds no rows: nothing missing, no keys to carry texts.
+  const made = batch?.made.has(collection) ?? false;
+  if (!made) await refuseMissing(db, trx, declared);
   if (replaced) await db.run(trx, deleteRelationSql, [source, name]);
   await db.run(trx, insertRelationSql, [source, name, declared.field, target, onDelete, reverse, new Date().toISOString()]);
-  if (db.carryTextsSql) await db.run(trx, db.carryTextsSql, [source, declared.field]);
+  if (!made) await db.run(trx, db.carryTextsSql, [source, declared.field]);
   for (const id of new Set([source, target, replaced?.target ?? source])) {
     if (batch) batch.relinked.add(id);
     else noteLinks(db, after, accountId, await refreshLinks(db, trx, id));

@@ -21,7 +21,7 @@ import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
 import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { uniqueFillsProcedure, uniqueKeySql } from './sql/collections.ts';
+import { carryTextsSql, uniqueFillsProcedure, uniqueKeySql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
@@ -71,6 +71,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     ...ground,
     waits: readers.waits,
     uniqueKeySql,
+    carryTextsSql,
     searchSql,
     run: (trx, sql, params, once) => writer.inTransaction(trx, sql, params, once),
     async announce(trx, collectionId) {

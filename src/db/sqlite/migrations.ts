@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import type { UniqueIndexes } from '../engine/dialect.ts';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
-import { dropStringKeysSql, fillAllSql } from './sql/collections.ts';
+import { carryTextsSql, dropStringKeysSql, fillAllSql, keysCarryTextsSql } from './sql/collections.ts';
 import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
 import { searchTables } from './sql/search.ts';
 
@@ -48,6 +48,24 @@ async function singleFieldIndexes(knex: Knex): Promise<{ id: number; field: stri
   });
 }
 
+/**
+ * A relation field's sort keys carry their rows' texts (sql/collections.ts, carriedText()): the column,
+ * filled for each relation there, then the order's index made again with it last.
+ */
+const keysCarryTexts: Knex.Migration = {
+  async up(knex) {
+    await knex.raw(keysCarryTextsSql.column);
+    const relations = await knex('collection_relations')
+      .orderBy('id')
+      .select<{ collection_id: number; field: string }[]>('collection_id', 'field');
+    for (const { collection_id, field } of relations) await knex.raw(carryTextsSql, [collection_id, field]);
+    for (const statement of keysCarryTextsSql.index) await knex.raw(statement);
+  },
+  async down(knex) {
+    for (const statement of keysCarryTextsSql.down) await knex.raw(statement);
+  },
+};
+
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
   searchTables,
@@ -65,5 +83,6 @@ export const sqliteSchema: DialectSchema = {
     // triggers cost every write, into a collection without a time to live too (docs/performance.md).
     '0026_row_expiry_in_writes': statements(dropExpiryTriggersSql, expiryTriggersSql),
     '0030_sqlite_strings_kept_by_sort_indexes': stringsKeptBySortIndexes,
+    '0034_sqlite_keys_carry_texts': keysCarryTexts,
   },
 };

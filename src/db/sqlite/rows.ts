@@ -64,7 +64,7 @@ export function sqliteRowPort(parts: SqliteRowParts): RowPort {
       await writer.inTransaction(trx, importRowsSql, [collectionId, firstSeq, JSON.stringify(rows.map(({ id, text }) => [id, text]))]);
     },
     async keyRows(trx, collectionId, slot, field, from, to) {
-      const { sql, bindings } = keysSql(field, 'r.id between ? and ?');
+      const { sql, bindings } = keysSql(field, 'r.id between ? and ?', collectionId);
       await writer.inTransaction(trx, sql, [collectionId, slot, ...bindings, collectionId, from, to]);
     },
   };

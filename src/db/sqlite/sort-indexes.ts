@@ -55,7 +55,6 @@ export class SortIndexMaker {
 
   private async inSteps(accountId: number, name: string, field: SortedEntry, max: number): Promise<number> {
     const { db, writes } = this;
-    const keys = (rows: string) => keysSql(field, rows);
     const start = await writes.run(async (trx) => {
       const [found] = await db.run<Counters>(trx, countersSql, [accountId, name]);
       if (!found) throw collectionNotFound(name);
@@ -69,7 +68,7 @@ export class SortIndexMaker {
     const { id, slot, lastRowId, lastSeq } = start;
     for (let from = 1; from <= lastRowId; from += SORT_INDEX_STEP_ROWS) {
       const to = Math.min(lastRowId, from + SORT_INDEX_STEP_ROWS - 1);
-      const { sql, bindings } = keys('r.id between ? and ?');
+      const { sql, bindings } = keysSql(field, 'r.id between ? and ?', id);
       await writes.run((trx) => db.run(trx, sql, [id, slot, ...bindings, id, from, to]));
     }
     return writes.run(async (trx) => {
@@ -82,11 +81,11 @@ export class SortIndexMaker {
       if (Number(found.last_seq) > lastSeq && (oldest === null || Number(oldest) > lastSeq + 1)) {
         // Events of the writes made meanwhile are pruned already: every row is keyed again.
         await db.run(trx, dropSlotKeysSql, [id, slot]);
-        const { sql, bindings } = keys('r.id between 1 and ?');
+        const { sql, bindings } = keysSql(field, 'r.id between 1 and ?', id);
         await db.run(trx, sql, [id, slot, ...bindings, id, Number(found.last_row_id)]);
       } else {
         await db.run(trx, dropTouchedKeysSql, [id, slot, id, lastSeq]);
-        const { sql, bindings } = keys(`r.id in ${touchedRows}`);
+        const { sql, bindings } = keysSql(field, `r.id in ${touchedRows}`, id);
         await db.run(trx, sql, [id, slot, ...bindings, id, id, lastSeq]);
       }
       await db.run(trx, setSortedSql, [JSON.stringify([...sorted, field]), id]);

@@ -540,72 +540,93 @@ describeEachBackend('migration 0031_sort_key_pairs', (backend) => {
   });
 });
 
-describe('migration 0033_postgres_keys_carry_texts', () => {
-  before(async function () {
-    await skipWithoutPostgres(this);
-  });
+describe("the migrations of a relation field's keys carrying texts", () => {
+  /**
+   * The statement of the order's index on `backend`, and what it reads once the migration has run and once
+   * it has gone back.
+   */
+  const orders = {
+    postgres: {
+      migration: '0033',
+      sql: "select indexdef as def from pg_indexes where tablename = 'sort_keys' and indexname = 'sort_keys_order'",
+      carrying: /\(collection_id, slot, rank, num, str, row_id\) INCLUDE \(carried\)$/,
+      plain: /\(collection_id, slot, rank, num, str, row_id\)$/,
+    },
+    sqlite: {
+      migration: '0034',
+      sql: "select sql as def from sqlite_master where type = 'index' and name = 'sort_keys_order'",
+      carrying: /\(collection_id, slot, rank, num, str, row_id, carried\)$/,
+      plain: /\(collection_id, slot, rank, num, str, row_id\)$/,
+    },
+  } as const;
 
-  it("fills the texts a relation field's keys carry, includes them in the order index, and going back drops them", async () => {
-    const { database, knex } = await migratedBefore('postgres', '0033');
-    const at = '2026-01-01T00:00:00.000Z';
-    const source = migrationSource(postgresSchema);
-    const orderIndex = async () =>
-      (await knex.raw("select indexdef from pg_indexes where tablename = 'sort_keys' and indexname = 'sort_keys_order'")).rows[0].indexdef;
-    try {
-      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
-      const { id: accountId } = await knex('accounts').first('id');
-      await knex('collections').insert({ account_id: accountId, name: 'posts', created_at: at });
-      await knex('collections').insert({
-        account_id: accountId,
-        name: 'comments',
-        created_at: at,
-        row_count: 4,
-        sorted: '["post_id","n"]',
-      });
-      const { id } = await knex('collections').where({ name: 'comments' }).first('id');
-      const { id: postsId } = await knex('collections').where({ name: 'posts' }).first('id');
-      await knex('collection_relations').insert({
-        collection_id: id,
-        name: 'post',
-        field: 'post_id',
-        target_id: postsId,
-        on_delete: 'restrict',
-        created_at: at,
-      });
-      // A number, a string (no id), a number in a text too long to carry, a number.
-      const texts = [
-        '{"post_id":1,"n":1}',
-        '{"post_id":"x","n":2}',
-        `{"post_id":1,"n":3,"t":"${'x'.repeat(2500)}"}`,
-        '{"post_id":2,"n":4}',
-      ];
-      await knex('rows').insert(texts.map((data, i) => ({ collection_id: id, id: i + 1, data, version: i + 1 })));
-      const postKey = (n: number) => (n === 2 ? { rank: 2, str: 'x' } : { rank: 1, num: n === 4 ? 2 : 1 });
-      await knex('sort_keys').insert([
-        ...[1, 2, 3, 4].map((n) => ({ collection_id: id, slot: 0, row_id: n, ...postKey(n) })),
-        ...[1, 2, 3, 4].map((n) => ({ collection_id: id, slot: 1, row_id: n, rank: 1, num: n })),
-      ]);
-      await knex.migrate.up({ migrationSource: source });
-      const carried = await knex('sort_keys').whereNotNull('carried').orderBy(['slot', 'row_id']).select('slot', 'row_id', 'carried');
-      expect(
-        carried.map((key: { slot: number; row_id: string; carried: string }) => [key.slot, Number(key.row_id), key.carried]),
-      ).to.deep.equal([
-        [0, 1, texts[0]],
-        [0, 4, texts[3]],
-      ]);
-      expect(await orderIndex()).to.match(/\(collection_id, slot, rank, num, str, row_id\) INCLUDE \(carried\)$/);
-      await knex.migrate.down({ migrationSource: source });
-      expect(await orderIndex()).to.match(/\(collection_id, slot, rank, num, str, row_id\)$/);
-      let failed = false;
-      await knex('sort_keys')
-        .select('carried')
-        .catch(() => {
-          failed = true;
+  for (const backend of ['sqlite', 'postgres'] as const) {
+    const order = orders[backend];
+    it(`${order.migration} fills the texts a relation field's keys carry, has the order index hold them, and going back drops them (${backend})`, async function () {
+      if (backend === 'postgres') await skipWithoutPostgres(this);
+      const { database, knex } = await migratedBefore(backend, order.migration);
+      const at = '2026-01-01T00:00:00.000Z';
+      const source = migrationSource(backend === 'postgres' ? postgresSchema : sqliteSchema);
+      const orderIndex = async () => {
+        const answer = await knex.raw(order.sql);
+        return (backend === 'postgres' ? answer.rows : answer)[0].def as string;
+      };
+      try {
+        await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+        const { id: accountId } = await knex('accounts').first('id');
+        await knex('collections').insert({ account_id: accountId, name: 'posts', created_at: at });
+        await knex('collections').insert({
+          account_id: accountId,
+          name: 'comments',
+          created_at: at,
+          row_count: 4,
+          sorted: '["post_id","n"]',
         });
-      expect(failed, 'no carried once gone back').to.equal(true);
-    } finally {
-      await knex.destroy();
-      await database.drop();
-    }
-  });
+        const { id } = await knex('collections').where({ name: 'comments' }).first('id');
+        const { id: postsId } = await knex('collections').where({ name: 'posts' }).first('id');
+        await knex('collection_relations').insert({
+          collection_id: id,
+          name: 'post',
+          field: 'post_id',
+          target_id: postsId,
+          on_delete: 'restrict',
+          created_at: at,
+        });
+        // A number, a string (no id), a number in a text too long to carry, a number.
+        const texts = [
+          '{"post_id":1,"n":1}',
+          '{"post_id":"x","n":2}',
+          `{"post_id":1,"n":3,"t":"${'x'.repeat(2500)}"}`,
+          '{"post_id":2,"n":4}',
+        ];
+        await knex('rows').insert(texts.map((data, i) => ({ collection_id: id, id: i + 1, data, version: i + 1 })));
+        const postKey = (n: number) => (n === 2 ? { rank: 2, str: 'x' } : { rank: 1, num: n === 4 ? 2 : 1 });
+        await knex('sort_keys').insert([
+          ...[1, 2, 3, 4].map((n) => ({ collection_id: id, slot: 0, row_id: n, ...postKey(n) })),
+          ...[1, 2, 3, 4].map((n) => ({ collection_id: id, slot: 1, row_id: n, rank: 1, num: n })),
+        ]);
+        await knex.migrate.up({ migrationSource: source });
+        const carried = await knex('sort_keys').whereNotNull('carried').orderBy(['slot', 'row_id']).select('slot', 'row_id', 'carried');
+        expect(
+          carried.map((key: { slot: number; row_id: string; carried: string }) => [Number(key.slot), Number(key.row_id), key.carried]),
+        ).to.deep.equal([
+          [0, 1, texts[0]],
+          [0, 4, texts[3]],
+        ]);
+        expect(await orderIndex()).to.match(order.carrying);
+        await knex.migrate.down({ migrationSource: source });
+        expect(await orderIndex()).to.match(order.plain);
+        let failed = false;
+        await knex('sort_keys')
+          .select('carried')
+          .catch(() => {
+            failed = true;
+          });
+        expect(failed, 'no carried once gone back').to.equal(true);
+      } finally {
+        await knex.destroy();
+        await database.drop();
+      }
+    });
+  }
 });

@@ -31,6 +31,15 @@ export const setSortedSql = 'update collections set sorted = ? where id = ?';
 export const replaceKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,\n    prefix = excluded.prefix';
 
+/**
+ * The bytes of a row's text its keys of a relation field carry at most (`sort_keys.carried`: migrations
+ * 0033 and 0034): a to-many's rows are then read beside their keys, in the index they are ordered by,
+ * without a lookup of each row (related.ts, keyRows). A btree key of PostgreSQL is at most 2,704 bytes: a
+ * text of at most CARRIED_TEXT_BYTES fits beside the key's other columns; SQLite keeps the same bound, so
+ * that a longer row takes no more than its key and its lookup in the index.
+ */
+export const CARRIED_TEXT_BYTES = 2000;
+
 /** replaceKey before keys had a prefix (0031_sort_key_pairs), as migrations before it write keys. */
 export const replaceUnprefixedKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';

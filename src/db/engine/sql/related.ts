@@ -89,11 +89,11 @@ export interface RelatedJson {
   /** Ends the subquery of the rows ordered through a relation, so that each related row is looked up once (PageJson's). */
   fence: string;
   /**
-   * The text of the row of the key `k` of the collection `collectionId` where its key carries it
-   * (PostgreSQL: postgres/sql/collections.ts, carriedText), else looked up: keyRows() then reads a key's
-   * rows by their keys alone, when it reads nothing else of them. None: each key joined with its row.
+   * The text of the row of the key `k` of the collection `collectionId` where its key carries it (each
+   * dialect's sql/collections.ts, carriedText), else looked up: keyRows() reads a key's rows by their keys
+   * alone when it reads nothing else of them.
    */
-  carried?(collectionId: Sql): Sql;
+  carried(collectionId: Sql): Sql;
 }
 
 /** The statement of a relation's rows for a whole page: its rows are RelatedPart. */
@@ -139,8 +139,8 @@ type KeyRead = Pick<ManyRead, 'collection' | 'order' | 'each' | 'now' | 'filtere
 
 /**
  * The rows of the key `key` (SQL of a number) through the sort index in `slot`, as throughIndex() reads
- * them: the columns `id` and `data`, and those of the order. Read by their keys alone where the dialect's
- * keys carry their rows' texts (RelatedJson.carried) and nothing else of the rows is read: no condition,
+ * them: the columns `id` and `data`, and those of the order. Read by their keys alone, which carry their
+ * rows' texts (RelatedJson.carried), where nothing else of the rows is read: no condition,
  * no field of the order, no fence; each key then tested as a page's keys are (liveKeySql()).
  */
 function keyRows(json: RelatedJson, byField: FieldOrder, read: KeyRead, slot: Sql, key: Sql): Sql {
@@ -149,7 +149,7 @@ function keyRows(json: RelatedJson, byField: FieldOrder, read: KeyRead, slot: Sq
   const keyed = sql`k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1
           and k.num = ${key}`;
   const rows =
-    json.carried && columns.sql === '' && filtered.sql === '' && fence.sql === ''
+    columns.sql === '' && filtered.sql === '' && fence.sql === ''
       ? sql`select k.str, k.row_id as id, ${json.carried(collection.id)} as data from sort_keys k
         where ${keyed} and ${liveKeySql(collection.id, now)}`
       : sql`select k.str, k.row_id as id, rows.data${columns} from ${raw(json.keyedRows)}

@@ -1,7 +1,7 @@
 // PostgreSQL's SQL of collections: a sort index's keys, and unique indexes' keys.
 import type { UniqueKeySql } from '../../engine/dialect.ts';
 import { isPair, orderedField, PREFIX_SAFE, type SortedEntry } from '../../engine/sorted.ts';
-import { keyHoldersSql, replaceKey } from '../../engine/sql/collections.ts';
+import { CARRIED_TEXT_BYTES, keyHoldersSql, replaceKey } from '../../engine/sql/collections.ts';
 import { escapeString, jsonbOf } from '../jsonb.ts';
 
 /**
@@ -38,28 +38,20 @@ export const prefixColumn = (j: string) => `case jsonb_typeof(${j})
       when 'string' then '2:' || left(${j} #>> '{}', ${POSTGRES_KEY_CHARS})
       when 'boolean' then case when (${j})::boolean then '3:1' else '3:0' end end`;
 
-/**
- * The bytes of a row's text its keys of a relation field carry at most (`sort_keys.carried`, migration
- * 0033): a to-many's rows are then read beside their keys, without a lookup of each row
- * (../../engine/sql/related.ts, keyRows). A key of a number holds no string, and a btree key is at most
- * 2,704 bytes: a text of at most CARRIED_TEXT_BYTES fits beside the key's other columns.
- */
-const CARRIED_TEXT_BYTES = 2000;
-
-/**
- * What a key carries of its row (SQL of the row's `text`): the text, when the key's value `j` (jsonb) is a
- * number, the text at most CARRIED_TEXT_BYTES, and `isRelated` (SQL of a boolean: the slot is of a
- * relation's field); else null, and the key's row is looked up where it is read.
- */
-export const carriedText = (j: string, text: string, isRelated: string) =>
-  `case when jsonb_typeof(${j}) = 'number' and octet_length(${text}) <= ${CARRIED_TEXT_BYTES} and ${isRelated} then ${text} end`;
-
 /** Whether the collection `collectionId` (SQL) declares a relation from its field `field` (SQL of text). */
 export const isRelatedField = (collectionId: string, field: string) =>
   `exists (select from collection_relations where collection_id = ${collectionId} and field = ${field})`;
 
 /** A carried text once its row's text is `text` (SQL): the new text, or null when it is too long to carry. */
 export const carriedUpdate = (text: string) => `case when octet_length(${text}) <= ${CARRIED_TEXT_BYTES} then ${text} end`;
+
+/**
+ * What a key carries of its row (SQL of the row's `text`): carriedUpdate() of the text, when the key's
+ * value `j` (jsonb) is a number and `isRelated` (SQL of a boolean: the slot is of a relation's field);
+ * else null, and the key's row is looked up where it is read.
+ */
+export const carriedText = (j: string, text: string, isRelated: string) =>
+  `case when jsonb_typeof(${j}) = 'number' and ${isRelated} then ${carriedUpdate(text)} end`;
 
 /**
  * The keys of rows of the collection in the slot of `entry` (a field, or a pair: then with its prefix),

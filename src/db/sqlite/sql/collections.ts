@@ -1,6 +1,7 @@
 // SQLite's SQL of collections: the making of a sort index's keys, and unique indexes' keys.
 import type { UniqueKeySql } from '../../engine/dialect.ts';
 import { isPair, orderedField, PREFIX_SAFE, type SortedEntry } from '../../engine/sorted.ts';
+import { CARRIED_TEXT_BYTES } from '../../engine/sql/collections.ts';
 import { fieldName } from './reads.ts';
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
@@ -32,19 +33,65 @@ export const prefixOf = (data: string, name: string) =>
   `(select ${prefixColumn('p.type', 'p.atom')} from json_each(${data}) p where p.key = ${name})`;
 
 /**
- * The keys of the stored rows that `rows` picks (a condition on `r.id`) in the slot of `entry`. Params: the
- * collection's id, the slot, `bindings` (the fields' names), then the collection's id and those of `rows`.
+ * What a key carries of its row (SQL of the row's text `data`; the migration 0034): the text, when the key's
+ * value is a number (`t`, its JSON type as json_each names it), the text at most CARRIED_TEXT_BYTES, and
+ * `isRelated` (SQL of a boolean: the slot is of a relation's field); else null, and the key's row is
+ * looked up where it is read (../../engine/sql/related.ts, keyRows). Written again with each write of the
+ * row, so that a key carries its row's text as it is, or none.
  */
-export function keysSql(entry: SortedEntry, rows: string) {
+export const carriedText = (t: string, data: string, isRelated: string) =>
+  `case when ${t} in ('integer', 'real') and length(cast(${data} as blob)) <= ${CARRIED_TEXT_BYTES} and ${isRelated} then ${data} end`;
+
+/** Whether the collection `collectionId` (SQL) declares a relation from its field `field` (SQL of text). */
+export const isRelatedField = (collectionId: string, field: string) =>
+  `exists (select 1 from collection_relations where collection_id = ${collectionId} and field = ${field})`;
+
+/**
+ * The keys of the stored rows that `rows` picks (a condition on `r.id`) in the slot of `entry` of the
+ * collection `collectionId`, a relation field's carrying their rows' texts (carriedText(); a pair's carry
+ * none). Params: the collection's id, the slot, `bindings` (the fields' names, the collection's id), then
+ * the collection's id and those of `rows`.
+ */
+export function keysSql(entry: SortedEntry, rows: string, collectionId: number) {
   const [order, first] = [fieldName(orderedField(entry)), isPair(entry) ? fieldName(entry[0]) : undefined];
+  // A subquery of no row's: evaluated once a statement.
+  const carried = first ? 'null' : carriedText('k.type', 'r.data', isRelatedField('?', order.sql));
   return {
-    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
-  select ?, ?, id, ${keyColumns}, p
-  from (select r.id, k.type as t, k.atom as v, ${first ? prefixOf('r.data', first.sql) : 'null'} as p from rows r ${fieldJoin('r.data', order.sql)}
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
+  select ?, ?, id, ${keyColumns}, p, c
+  from (select r.id, k.type as t, k.atom as v, ${first ? prefixOf('r.data', first.sql) : 'null'} as p, ${carried} as c
+    from rows r ${fieldJoin('r.data', order.sql)}
     where r.collection_id = ? and ${rows}) rows`,
-    bindings: first ? [first.binding, order.binding] : [order.binding],
+    bindings: first ? [first.binding, order.binding] : [collectionId, order.binding, order.binding],
   };
 }
+
+/**
+ * Has the keys of the collection `?`'s field `?` (its slot's, rank 1: numbers) that carry no text carry
+ * their rows' texts, as carriedText() writes them (Dialect.carryTextsSql): run as a relation from the field
+ * is declared, and by the migration 0034 for each relation there. Each binding once, as Knex counts them.
+ */
+export const carryTextsSql = `with p (collection_id, field) as (values (?, ?))
+  update sort_keys set carried = (select r.data from rows r
+      where r.collection_id = sort_keys.collection_id and r.id = sort_keys.row_id and length(cast(r.data as blob)) <= ${CARRIED_TEXT_BYTES})
+    where collection_id = (select collection_id from p) and rank = 1 and carried is null
+      and slot = (select f.key from p, collections c, json_each(c.sorted) f where c.id = p.collection_id and f.type = 'text' and f.value = p.field)`;
+
+/**
+ * The texts of rows of a relation's field kept beside their sort keys (`carried`, carriedText()), last in
+ * the index a to-many reads its keys through, which then reads them without the table. The column is not
+ * named `data`, which a page's statement reads unqualified beside `rows`. The statements before the keys
+ * there are filled (carryTextsSql), those after, and going back's.
+ */
+export const keysCarryTextsSql = {
+  column: 'alter table sort_keys add column carried text',
+  index: ['drop index sort_keys_order', 'create index sort_keys_order on sort_keys (collection_id, slot, rank, num, str, row_id, carried)'],
+  down: [
+    'drop index sort_keys_order',
+    'create index sort_keys_order on sort_keys (collection_id, slot, rank, num, str, row_id)',
+    'alter table sort_keys drop column carried',
+  ],
+} as const;
 
 /** Keys of a slot and the slots after it, left by a making cut short. */
 export const dropKeysFromSlotSql = 'delete from sort_keys where collection_id = ? and slot >= ?';

@@ -251,6 +251,7 @@ const relatedJson: RelatedJson = {
   // group_concat would sort them again.
   rows: pageJsonSql,
   fence: pageJson.fence,
+  carried: (id) => sql`coalesce(k.carried, (select data from rows where collection_id = ${id} and id = k.row_id))`,
 };
 
 /** A field of the row, as the columns `t<index>` and `v<index>`. */

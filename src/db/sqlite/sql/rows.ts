@@ -7,7 +7,7 @@ import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
-import { fieldJoin, heldAsString, keyColumns, prefixOf, stringsTaken, uniqueKeySql } from './collections.ts';
+import { carriedText, fieldJoin, heldAsString, isRelatedField, keyColumns, prefixOf, stringsTaken, uniqueKeySql } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
@@ -27,12 +27,18 @@ const collection = 'c.id = new.collection_id';
 /**
  * The sort keys of the rows of `rows` (a FROM item `r`, each row's id and text read by `id` and
  * `data`), for every slot the collection `c` has (its position in `sorted`), each found as an index's
- * first keys are (fieldJoin): a slot's field, or a pair's second, and a pair's prefix (prefixOf).
+ * first keys are (fieldJoin): a slot's field, or a pair's second, and a pair's prefix (prefixOf); a
+ * relation field's carrying the row's text (carriedText()).
  */
-const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix)
-    select collection_id, slot, id, ${keyColumns}, p
+const sortKeys = (
+  rows: string,
+  id: string,
+  data: string,
+) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carried)
+    select collection_id, slot, id, ${keyColumns}, p, x
     from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v,
-        case when f.type = 'array' then ${prefixOf(data, 'f.value ->> 0')} end as p
+        case when f.type = 'array' then ${prefixOf(data, 'f.value ->> 0')} end as p,
+        ${carriedText('k.type', data, `f.type = 'text' and ${isRelatedField('c.id', 'f.value')}`)} as x
       from collections c, json_each(c.sorted) f, ${rows} ${fieldJoin(data, "case when f.type = 'array' then f.value ->> 1 else f.value end")}
       where ${collection})`;
 
@@ -148,9 +154,9 @@ export const ROW_TOO_LARGE = 'row too large';
  * field's: the row's new text is the one JSON.stringify would give (rows.ts says when). The update
  * event, with the next seq, comes first, while the row is as it was: it carries the row both as the
  * patch leaves it and as it was before (asyncapi.yaml, UpdateMessage `previous`), and only there does
- * a trigger still see the row before. Then the row's sort keys and unique keys where they moved. A
- * patch that makes its row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group,
- * whose patches then run alone. A patch of a row that does not exist writes nothing. Rows inserted together are patched
+ * a trigger still see the row before. Then the row's sort keys where they moved or carry its text anew (a
+ * relation field's: carriedText()), and its unique keys where they moved. A patch that makes its row weigh
+ * more than MAX_ROW_BYTES aborts the statement, and with it the group, whose patches then run alone. A patch of a row that does not exist writes nothing. Rows inserted together are patched
  * in the order given (two patches of one row, one after the other); `i` is only handed back, to tell
  * the answers apart (patchSql).
  *
@@ -182,8 +188,8 @@ const rowPatches = (n: number) => {
     ${setRow}
     select raise(abort, '${ROW_TOO_LARGE}') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
-      ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
-        or prefix is not excluded.prefix;
+      ${replaceKey}, carried = excluded.carried where rank is not excluded.rank or num is not excluded.num or str is not excluded.str
+        or prefix is not excluded.prefix or carried is not excluded.carried;
     ${stringsTaken('new.collection_id', `k.row_id = (select r.id from rows r where ${row})`, true)};
     ${uniqueKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')};
   end;`;
