@@ -139,15 +139,17 @@ export async function readPageWithRelated(
  * escaped). A stored field of that name would be answered beside the expansions, or as one.
  */
 function storesExpanded({ json, n }: ListedPage): boolean {
-  // Found by its end, whose first character JSON seldom holds (a quote it holds everywhere), then its quote.
-  const end = `${EXPANDED}"`;
+  // Found by its end, whose first character JSON seldom holds (a quote it holds everywhere), then its quote;
+  // in bytes by bytes, which a string would be encoded to at each search.
+  const next = (from: number) => (typeof json === 'string' ? json.indexOf(EXPANDED_END, from) : json.indexOf(EXPANDED_END_BYTES, from));
   let found = 0;
-  for (let at = json.indexOf(end, 1); at >= 0; at = json.indexOf(end, at + end.length))
-    if (codeAt(json, at - 1) === QUOTE && ++found > n) return true;
+  for (let at = next(1); at >= 0; at = next(at + EXPANDED_END.length)) if (codeAt(json, at - 1) === QUOTE && ++found > n) return true;
   return false;
 }
 
 const QUOTE = 0x22;
+const EXPANDED_END = `${EXPANDED}"`;
+const EXPANDED_END_BYTES = Buffer.from(EXPANDED_END);
 
 /** The character code, or byte, at `at` of a JSON text or its bytes. */
 const codeAt = (json: string | Buffer, at: number): number => (typeof json === 'string' ? json.charCodeAt(at) : json[at]);
