@@ -919,7 +919,7 @@ with counters as (
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select 1 from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
         lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
@@ -972,7 +972,7 @@ with keys as materialized (
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select 1 from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
         lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
@@ -1034,7 +1034,7 @@ with counters as (
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select 1 from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
         lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
@@ -1090,7 +1090,7 @@ with counters as (
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select 1 from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
         lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
@@ -1143,7 +1143,7 @@ with keys as materialized (
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select 1 from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
         lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
@@ -1205,7 +1205,7 @@ with counters as (
       from counters c,
         jsonb_array_elements(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(entry, slot),
-        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
+        lateral (select jsonb_typeof(f.entry) = 'string' and exists (select 1 from collection_relations where collection_id = c.id and field = f.entry #>> '{}') as related offset 0) r,
         lateral (select p.collection_id, p.id, p.data, p.j -> coalesce(f.entry ->> 1, f.entry #>> '{}') as j,
             case when jsonb_typeof(f.entry) = 'array' then p.j -> (f.entry ->> 0) end as f
           from parsed p where p.collection_id = c.id offset 0) k
@@ -1244,7 +1244,7 @@ insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carr
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
 case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null,
-    case when jsonb_typeof(j) = 'number' and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then case when octet_length(data) <= 2000 then data end end
+    case when jsonb_typeof(j) = 'number' and (select exists (select 1 from collection_relations where collection_id = ?::integer and field = ?::text)) then case when octet_length(data) <= 2000 then data end end
   from (select collection_id, id, data, d -> ? as j
     from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id between ? and ? offset 0) d) r;
@@ -1255,7 +1255,7 @@ insert into sort_keys (collection_id, slot, row_id, rank, num, str, prefix, carr
   when 'object' then 4 when 'array' then 4 else 5 end,
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
 case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end, null,
-    case when jsonb_typeof(j) = 'number' and (select exists (select from collection_relations where collection_id = ?::integer and field = ?::text)) then case when octet_length(data) <= 2000 then data end end
+    case when jsonb_typeof(j) = 'number' and (select exists (select 1 from collection_relations where collection_id = ?::integer and field = ?::text)) then case when octet_length(data) <= 2000 then data end end
   from (select collection_id, id, data, d -> ? as j
     from (select collection_id, id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb as d from rows where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[]) offset 0) d) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str,

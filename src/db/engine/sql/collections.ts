@@ -40,6 +40,10 @@ export const replaceKey =
  */
 export const CARRIED_TEXT_BYTES = 2000;
 
+/** Whether the collection `collectionId` (SQL) declares a relation from its field `field` (SQL of text). */
+export const isRelatedField = (collectionId: string, field: string) =>
+  `exists (select 1 from collection_relations where collection_id = ${collectionId} and field = ${field})`;
+
 /** replaceKey before keys had a prefix (0031_sort_key_pairs), as migrations before it write keys. */
 export const replaceUnprefixedKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';

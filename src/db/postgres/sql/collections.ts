@@ -1,7 +1,7 @@
 // PostgreSQL's SQL of collections: a sort index's keys, and unique indexes' keys.
 import type { UniqueKeySql } from '../../engine/dialect.ts';
 import { isPair, orderedField, PREFIX_SAFE, type SortedEntry } from '../../engine/sorted.ts';
-import { CARRIED_TEXT_BYTES, keyHoldersSql, replaceKey } from '../../engine/sql/collections.ts';
+import { CARRIED_TEXT_BYTES, isRelatedField, keyHoldersSql, replaceKey } from '../../engine/sql/collections.ts';
 import { escapeString, jsonbOf } from '../jsonb.ts';
 
 /**
@@ -37,10 +37,6 @@ export const prefixColumn = (j: string) => `case jsonb_typeof(${j})
         then '1:' || trunc((${j})::numeric)::text else '1:~' end
       when 'string' then '2:' || left(${j} #>> '{}', ${POSTGRES_KEY_CHARS})
       when 'boolean' then case when (${j})::boolean then '3:1' else '3:0' end end`;
-
-/** Whether the collection `collectionId` (SQL) declares a relation from its field `field` (SQL of text). */
-export const isRelatedField = (collectionId: string, field: string) =>
-  `exists (select from collection_relations where collection_id = ${collectionId} and field = ${field})`;
 
 /** A carried text once its row's text is `text` (SQL): the new text, or null when it is too long to carry. */
 export const carriedUpdate = (text: string) => `case when octet_length(${text}) <= ${CARRIED_TEXT_BYTES} then ${text} end`;

@@ -1,9 +1,11 @@
 // PostgreSQL's SQL of row writes (those both dialects share are in ../../sql/). `npm run generate`
 // writes every statement, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
+
+import { isRelatedField } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { document, jsonbOf } from '../jsonb.ts';
-import { carriedText, carriedUpdate, isRelatedField, keyColumns, parsedUniqueKey, prefixColumn } from './collections.ts';
+import { carriedText, carriedUpdate, keyColumns, parsedUniqueKey, prefixColumn } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 

@@ -1,7 +1,7 @@
 // SQLite's SQL of collections: the making of a sort index's keys, and unique indexes' keys.
 import type { UniqueKeySql } from '../../engine/dialect.ts';
 import { isPair, orderedField, PREFIX_SAFE, type SortedEntry } from '../../engine/sorted.ts';
-import { CARRIED_TEXT_BYTES } from '../../engine/sql/collections.ts';
+import { CARRIED_TEXT_BYTES, isRelatedField } from '../../engine/sql/collections.ts';
 import { fieldName } from './reads.ts';
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
@@ -41,10 +41,6 @@ export const prefixOf = (data: string, name: string) =>
  */
 export const carriedText = (t: string, data: string, isRelated: string) =>
   `case when ${t} in ('integer', 'real') and length(cast(${data} as blob)) <= ${CARRIED_TEXT_BYTES} and ${isRelated} then ${data} end`;
-
-/** Whether the collection `collectionId` (SQL) declares a relation from its field `field` (SQL of text). */
-export const isRelatedField = (collectionId: string, field: string) =>
-  `exists (select 1 from collection_relations where collection_id = ${collectionId} and field = ${field})`;
 
 /**
  * The keys of the stored rows that `rows` picks (a condition on `r.id`) in the slot of `entry` of the

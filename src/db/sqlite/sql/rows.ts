@@ -4,10 +4,10 @@
 // docs/development.md, "SQLite's writes, one statement each".
 
 import { MAX_ROW_BYTES } from '../../../rows.ts';
-import { replaceKey } from '../../engine/sql/collections.ts';
+import { isRelatedField, replaceKey } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
-import { carriedText, fieldJoin, heldAsString, isRelatedField, keyColumns, prefixOf, stringsTaken, uniqueKeySql } from './collections.ts';
+import { carriedText, fieldJoin, heldAsString, keyColumns, prefixOf, stringsTaken, uniqueKeySql } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
