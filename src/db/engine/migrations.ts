@@ -16,6 +16,7 @@ type OwnStep =
   | '0029_postgres_keys_go_with_rows'
   | '0033_postgres_keys_carry_texts'
   | '0034_sqlite_keys_carry_texts'
+  | '0035_sqlite_keys_order_uncovered'
   | '0030_sqlite_strings_kept_by_sort_indexes'
   | '0013_sqlite_answers_pruned_oldest_first';
 
@@ -488,6 +489,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   '0032_search_fills': textColumn('collections', 'search_fill'),
   '0033_postgres_keys_carry_texts': schema.own['0033_postgres_keys_carry_texts'] ?? unchanged,
   '0034_sqlite_keys_carry_texts': schema.own['0034_sqlite_keys_carry_texts'] ?? unchanged,
+  '0035_sqlite_keys_order_uncovered': schema.own['0035_sqlite_keys_order_uncovered'] ?? unchanged,
 });
 
 /** A migration that adds the text column `column` (null in every row) to `table`, and drops it to undo. */

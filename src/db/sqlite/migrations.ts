@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import type { UniqueIndexes } from '../engine/dialect.ts';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
-import { carryTextsSql, dropStringKeysSql, fillAllSql, keysCarryTextsSql } from './sql/collections.ts';
+import { carryTextsSql, dropStringKeysSql, fillAllSql, keysCarryTextsSql, keysOrderSql } from './sql/collections.ts';
 import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
 import { searchTables } from './sql/search.ts';
 
@@ -84,5 +84,8 @@ export const sqliteSchema: DialectSchema = {
     '0026_row_expiry_in_writes': statements(dropExpiryTriggersSql, expiryTriggersSql),
     '0030_sqlite_strings_kept_by_sort_indexes': stringsKeptBySortIndexes,
     '0034_sqlite_keys_carry_texts': keysCarryTexts,
+    // The texts the keys carry read from the table, a lookup a key, where the index held them: each insert
+    // wrote its row's text at a random leaf of the index too (docs/performance.md).
+    '0035_sqlite_keys_order_uncovered': statements(keysOrderSql.plain, keysOrderSql.covering),
   },
 };

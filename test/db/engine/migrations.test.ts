@@ -629,4 +629,21 @@ describe("the migrations of a relation field's keys carrying texts", () => {
       }
     });
   }
+
+  it("0035 has SQLite's order index leave the texts to the keys' table, and going back holds them in it again (sqlite)", async () => {
+    const { database, knex } = await migratedBefore('sqlite', '0035');
+    const source = migrationSource(sqliteSchema);
+    const orderIndex = async () => ((await knex.raw(orders.sqlite.sql)) as { def: string }[])[0].def;
+    try {
+      expect(await orderIndex()).to.match(orders.sqlite.carrying);
+      await knex.migrate.up({ migrationSource: source });
+      expect(await orderIndex()).to.match(orders.sqlite.plain);
+      expect(await knex('sort_keys').select('carried')).to.deep.equal([]);
+      await knex.migrate.down({ migrationSource: source });
+      expect(await orderIndex()).to.match(orders.sqlite.carrying);
+    } finally {
+      await knex.destroy();
+      await database.drop();
+    }
+  });
 });

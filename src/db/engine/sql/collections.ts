@@ -33,10 +33,10 @@ export const replaceKey =
 
 /**
  * The bytes of a row's text its keys of a relation field carry at most (`sort_keys.carried`: migrations
- * 0033 and 0034): a to-many's rows are then read beside their keys, in the index they are ordered by,
- * without a lookup of each row (related.ts, keyRows). A btree key of PostgreSQL is at most 2,704 bytes: a
- * text of at most CARRIED_TEXT_BYTES fits beside the key's other columns; SQLite keeps the same bound, so
- * that a longer row takes no more than its key and its lookup in the index.
+ * 0033 to 0035): a to-many's rows are then read with their keys, without a lookup of each row by its id
+ * (related.ts, keyRows): on PostgreSQL in the index they are ordered by, on SQLite in the keys' table, a
+ * lookup a key. A btree key of PostgreSQL is at most 2,704 bytes: a text of at most CARRIED_TEXT_BYTES fits
+ * beside the key's other columns; SQLite keeps the same bound, so that a longer row takes no more than its key.
  */
 export const CARRIED_TEXT_BYTES = 2000;
 
