@@ -1,7 +1,6 @@
 // PostgreSQL's SQL of row writes (those both dialects share are in ../../sql/). `npm run generate`
 // writes every statement, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
-
 import { isRelatedField } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { document, jsonbOf } from '../jsonb.ts';
