@@ -50,7 +50,10 @@ async function singleFieldIndexes(knex: Knex): Promise<{ id: number; field: stri
 
 /**
  * A relation field's sort keys carry their rows' texts (sql/collections.ts, carriedText()): the column,
- * filled for each relation there, then the order's index made again with it last.
+ * filled for each relation there. It first made the order's index again with the column last, which 0035
+ * undid: it now leaves the index as it is, so that a database from before both builds the index neither
+ * time (over millions of keys, each build is seconds of a first start). Going back makes the index
+ * without the column first where 0035's going back put it there.
  */
 const keysCarryTexts: Knex.Migration = {
   async up(knex) {
@@ -59,12 +62,31 @@ const keysCarryTexts: Knex.Migration = {
       .orderBy('id')
       .select<{ collection_id: number; field: string }[]>('collection_id', 'field');
     for (const { collection_id, field } of relations) await knex.raw(carryTextsSql, [collection_id, field]);
-    for (const statement of keysCarryTextsSql.index) await knex.raw(statement);
   },
   async down(knex) {
-    for (const statement of keysCarryTextsSql.down) await knex.raw(statement);
+    await orderIndexUncovered(knex);
+    await knex.raw(keysCarryTextsSql.down);
   },
 };
+
+/**
+ * The texts the keys carry read from the table, a lookup a key, where the index held them: each insert
+ * wrote its row's text at a random leaf of the index too (docs/performance.md). Only a database whose
+ * 0034 made the index with them has it made again.
+ */
+const keysOrderUncovered: Knex.Migration = {
+  up: orderIndexUncovered,
+  async down(knex) {
+    for (const statement of keysOrderSql.covering) await knex.raw(statement);
+  },
+};
+
+/** The order's index made without the texts the keys carry, where it holds them. */
+async function orderIndexUncovered(knex: Knex): Promise<void> {
+  const [index] = (await knex.raw(keysOrderSql.made)) as { sql: string }[];
+  if (!index.sql.includes('carried')) return;
+  for (const statement of keysOrderSql.plain) await knex.raw(statement);
+}
 
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
@@ -84,8 +106,6 @@ export const sqliteSchema: DialectSchema = {
     '0026_row_expiry_in_writes': statements(dropExpiryTriggersSql, expiryTriggersSql),
     '0030_sqlite_strings_kept_by_sort_indexes': stringsKeptBySortIndexes,
     '0034_sqlite_keys_carry_texts': keysCarryTexts,
-    // The texts the keys carry read from the table, a lookup a key, where the index held them: each insert
-    // wrote its row's text at a random leaf of the index too (docs/performance.md).
-    '0035_sqlite_keys_order_uncovered': statements(keysOrderSql.plain, keysOrderSql.covering),
+    '0035_sqlite_keys_order_uncovered': keysOrderUncovered,
   },
 };

@@ -74,8 +74,8 @@ export const carryTextsSql = `with p (collection_id, field) as (values (?, ?))
       and slot = (select f.key from p, collections c, json_each(c.sorted) f where c.id = p.collection_id and f.type = 'text' and f.value = p.field)`;
 
 /**
- * The order's index made again: `covering`, with the texts the keys carry last (migration 0034), or `plain`,
- * without them (as 0003 made it; migration 0035).
+ * The order's index made again: `covering`, with the texts the keys carry last (as migration 0034 first made
+ * it), or `plain`, without them (as 0003 made it; migration 0035); `made`, its statement as the file holds it.
  */
 export const keysOrderSql = {
   covering: [
@@ -83,19 +83,18 @@ export const keysOrderSql = {
     'create index sort_keys_order on sort_keys (collection_id, slot, rank, num, str, row_id, carried)',
   ],
   plain: ['drop index sort_keys_order', 'create index sort_keys_order on sort_keys (collection_id, slot, rank, num, str, row_id)'],
+  made: "select sql from sqlite_master where type = 'index' and name = 'sort_keys_order'",
 } as const;
 
 /**
- * The texts of rows of a relation's field kept beside their sort keys (`carried`, carriedText()), as
- * migration 0034 made them: last in the index a to-many reads its keys through, which then read them
- * without the table; since 0035, in the table alone (keysOrderSql). The column is not named `data`, which a
- * page's statement reads unqualified beside `rows`. The statements before the keys there are filled
- * (carryTextsSql), those after, and going back's.
+ * The texts of rows of a relation's field kept beside their sort keys (`carried`, carriedText()), in the
+ * keys' table alone (first, migration 0034 held them last in the index a to-many reads its keys through too;
+ * since 0035, no more: keysOrderSql). The column is not named `data`, which a page's statement reads
+ * unqualified beside `rows`. The statement that adds it, and going back's, which drops it.
  */
 export const keysCarryTextsSql = {
   column: 'alter table sort_keys add column carried text',
-  index: keysOrderSql.covering,
-  down: [...keysOrderSql.plain, 'alter table sort_keys drop column carried'],
+  down: 'alter table sort_keys drop column carried',
 } as const;
 
 /** Keys of a slot and the slots after it, left by a making cut short. */
