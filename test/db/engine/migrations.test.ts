@@ -562,30 +562,32 @@ describe("the migrations of a relation field's keys carrying texts", () => {
       sql: "select indexdef as def from pg_indexes where tablename = 'sort_keys' and indexname = 'sort_keys_order'",
       carrying: /\(collection_id, slot, rank, num, str, row_id\) INCLUDE \(carried\)$/,
       plain: /\(collection_id, slot, rank, num, str, row_id\)$/,
+      // Whether the order index holds the texts once the migration has run (on SQLite, the keys' table alone: 0035).
+      heldByIndex: true,
     },
     sqlite: {
       migration: '0034',
       sql: "select sql as def from sqlite_master where type = 'index' and name = 'sort_keys_order'",
       carrying: /\(collection_id, slot, rank, num, str, row_id, carried\)$/,
       plain: /\(collection_id, slot, rank, num, str, row_id\)$/,
+      heldByIndex: false,
     },
   } as const;
-  /** Where the order index holds the texts once the migration has run: on PostgreSQL; on SQLite the keys' table alone (0035). */
-  const heldByIndex = { postgres: true, sqlite: false } as const;
+  /** The statement of the order's index on `backend`, without the quotes Knex put around the names of the index 0003 made. */
+  const orderIndexOf = async (backend: 'sqlite' | 'postgres', knex: Knex) => {
+    const answer = await knex.raw(orders[backend].sql);
+    return ((backend === 'postgres' ? answer.rows : answer)[0].def as string).replaceAll('`', '');
+  };
 
   for (const backend of ['sqlite', 'postgres'] as const) {
     const order = orders[backend];
-    const where = heldByIndex[backend] ? 'has the order index hold them' : 'leaves the order index as it was';
+    const where = order.heldByIndex ? 'has the order index hold them' : 'leaves the order index as it was';
     it(`${order.migration} fills the texts a relation field's keys carry, ${where}, and going back drops them (${backend})`, async function () {
       if (backend === 'postgres') await skipWithoutPostgres(this);
       const { database, knex } = await migratedBefore(backend, order.migration);
       const at = '2026-01-01T00:00:00.000Z';
       const source = migrationSource(backend === 'postgres' ? postgresSchema : sqliteSchema);
-      const orderIndex = async () => {
-        const answer = await knex.raw(order.sql);
-        // Knex quotes the names of the index 0003 made.
-        return ((backend === 'postgres' ? answer.rows : answer)[0].def as string).replaceAll('`', '');
-      };
+      const orderIndex = () => orderIndexOf(backend, knex);
       try {
         await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
         const { id: accountId } = await knex('accounts').first('id');
@@ -628,7 +630,7 @@ describe("the migrations of a relation field's keys carrying texts", () => {
           [0, 1, texts[0]],
           [0, 4, texts[3]],
         ]);
-        expect(await orderIndex()).to.match(heldByIndex[backend] ? order.carrying : order.plain);
+        expect(await orderIndex()).to.match(order.heldByIndex ? order.carrying : order.plain);
         await knex.migrate.down({ migrationSource: source });
         expect(await orderIndex()).to.match(order.plain);
         expect(await carriesTexts(knex), 'no carried once gone back').to.equal(false);
@@ -642,7 +644,7 @@ describe("the migrations of a relation field's keys carrying texts", () => {
   it("0035 has SQLite's order index that 0034 first made leave the texts to the keys' table, and going back holds them in it again (sqlite)", async () => {
     const { database, knex } = await migratedBefore('sqlite', '0035');
     const source = migrationSource(sqliteSchema);
-    const orderIndex = async () => ((await knex.raw(orders.sqlite.sql)) as { def: string }[])[0].def.replaceAll('`', '');
+    const orderIndex = () => orderIndexOf('sqlite', knex);
     try {
       // As 0034 made it until it left the index as it was.
       for (const statement of keysOrderSql.covering) await knex.raw(statement);
@@ -661,7 +663,7 @@ describe("the migrations of a relation field's keys carrying texts", () => {
   it("0034 and 0035 make SQLite's order index of a database from before them neither time, and going back leaves it without the texts (sqlite)", async () => {
     const { database, knex } = await migratedBefore('sqlite', '0034');
     const source = migrationSource(sqliteSchema);
-    const orderIndex = async () => ((await knex.raw(orders.sqlite.sql)) as { def: string }[])[0].def.replaceAll('`', '');
+    const orderIndex = () => orderIndexOf('sqlite', knex);
     const made: string[] = [];
     knex.on('query', ({ sql }: { sql: string }) => {
       if (/sort_keys_order/.test(sql)) made.push(sql);
