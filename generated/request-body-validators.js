@@ -7492,7 +7492,7 @@ return errors === 0;
 }
 
 export const updateRow_body_json_patch_json = validate43;
-const schema70 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema70 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"type":"object","discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
 const schema71 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 const pattern12 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
 
@@ -8237,10 +8237,8 @@ vErrors.push(err62);
 errors++;
 }
 }
-}
-}
 else {
-const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err63 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -8252,12 +8250,24 @@ errors++;
 }
 }
 else {
-const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err64 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err64];
 }
 else {
 vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+else {
+const err65 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
 }
 errors++;
 }
@@ -8400,7 +8410,7 @@ return errors === 0;
 }
 
 export const updateRows_body_json_patch_json = validate46;
-const schema81 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema81 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"type":"object","discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
 const schema82 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -9144,10 +9154,8 @@ vErrors.push(err62);
 errors++;
 }
 }
-}
-}
 else {
-const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err63 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -9159,12 +9167,24 @@ errors++;
 }
 }
 else {
-const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err64 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err64];
 }
 else {
 vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+else {
+const err65 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
 }
 errors++;
 }
@@ -9522,7 +9542,7 @@ return errors === 0;
 }
 
 export const writeBatch_body = validate49;
-const schema92 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
+const schema92 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"type":"object","discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"type":"object","discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
 const schema93 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
 const schema94 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 const schema103 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
@@ -9893,9 +9913,9 @@ errors++;
 }
 if(data2.patch !== undefined){
 let data12 = data2.patch;
-const _errs36 = errors;
-let valid13 = false;
 const _errs37 = errors;
+let valid13 = false;
+const _errs38 = errors;
 if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
 if(data12.id !== undefined){
 const err30 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/0/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
@@ -9918,10 +9938,10 @@ vErrors.push(err31);
 }
 errors++;
 }
-var _valid0 = _errs37 === errors;
+var _valid0 = _errs38 === errors;
 valid13 = valid13 || _valid0;
 if(!valid13){
-const _errs42 = errors;
+const _errs43 = errors;
 if(Array.isArray(data12)){
 const len2 = data12.length;
 for(let i2=0; i2<len2; i2++){
@@ -10647,10 +10667,8 @@ vErrors.push(err93);
 errors++;
 }
 }
-}
-}
 else {
-const err94 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err94 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -10659,11 +10677,10 @@ vErrors.push(err94);
 }
 errors++;
 }
-var _valid0 = _errs42 === errors;
-valid13 = valid13 || _valid0;
 }
-if(!valid13){
-const err95 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+}
+else {
+const err95 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -10672,11 +10689,24 @@ vErrors.push(err95);
 }
 errors++;
 }
+var _valid0 = _errs43 === errors;
+valid13 = valid13 || _valid0;
+}
+if(!valid13){
+const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err96];
+}
 else {
-errors = _errs36;
+vErrors.push(err96);
+}
+errors++;
+}
+else {
+errors = _errs37;
 if(vErrors !== null){
-if(_errs36){
-vErrors.length = _errs36;
+if(_errs37){
+vErrors.length = _errs37;
 }
 else {
 vErrors = null;
@@ -10686,17 +10716,7 @@ vErrors = null;
 }
 let data32 = data2.patch_format;
 if(typeof data32 !== "string"){
-const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err96];
-}
-else {
-vErrors.push(err96);
-}
-errors++;
-}
-if(!(((data32 === "merge") || (data32 === "merge-patch")) || (data32 === "json-patch"))){
-const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
+const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -10705,11 +10725,8 @@ vErrors.push(err97);
 }
 errors++;
 }
-if(data2.if_match !== undefined){
-let data33 = data2.if_match;
-if(typeof data33 === "string"){
-if(func2(data33) > 8192){
-const err98 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(!(((data32 === "merge") || (data32 === "merge-patch")) || (data32 === "json-patch"))){
+const err98 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -10718,9 +10735,11 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-else {
-const err99 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.if_match !== undefined){
+let data33 = data2.if_match;
+if(typeof data33 === "string"){
+if(func2(data33) > 8192){
+const err99 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -10730,9 +10749,8 @@ vErrors.push(err99);
 errors++;
 }
 }
-}
 else {
-const err100 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err100 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -10742,10 +10760,9 @@ vErrors.push(err100);
 errors++;
 }
 }
-else if(tag0 === "delete"){
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.op === undefined){
-const err101 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err101 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -10754,8 +10771,11 @@ vErrors.push(err101);
 }
 errors++;
 }
-if(data2.collection === undefined){
-const err102 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+}
+else if(tag0 === "delete"){
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err102 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -10764,8 +10784,8 @@ vErrors.push(err102);
 }
 errors++;
 }
-if(data2.id === undefined){
-const err103 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data2.collection === undefined){
+const err103 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -10774,9 +10794,8 @@ vErrors.push(err103);
 }
 errors++;
 }
-for(const key3 in data2){
-if(!((((key3 === "op") || (key3 === "collection")) || (key3 === "id")) || (key3 === "if_match"))){
-const err104 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data2.id === undefined){
+const err104 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -10785,11 +10804,9 @@ vErrors.push(err104);
 }
 errors++;
 }
-}
-if(data2.op !== undefined){
-let data34 = data2.op;
-if(typeof data34 !== "string"){
-const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key3 in data2){
+if(!((((key3 === "op") || (key3 === "collection")) || (key3 === "id")) || (key3 === "if_match"))){
+const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -10798,8 +10815,11 @@ vErrors.push(err105);
 }
 errors++;
 }
-if(!(data34 === "delete")){
-const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+}
+if(data2.op !== undefined){
+let data34 = data2.op;
+if(typeof data34 !== "string"){
+const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -10808,12 +10828,8 @@ vErrors.push(err106);
 }
 errors++;
 }
-}
-if(data2.collection !== undefined){
-let data35 = data2.collection;
-if(typeof data35 === "string"){
-if(!pattern2.test(data35)){
-const err107 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(!(data34 === "delete")){
+const err107 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -10823,8 +10839,11 @@ vErrors.push(err107);
 errors++;
 }
 }
-else {
-const err108 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.collection !== undefined){
+let data35 = data2.collection;
+if(typeof data35 === "string"){
+if(!pattern2.test(data35)){
+const err108 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -10834,10 +10853,8 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data2.id !== undefined){
-let data36 = data2.id;
-if(!((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36)))){
-const err109 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err109 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -10846,9 +10863,11 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(typeof data36 == "number"){
-if(data36 > 9007199254740991 || isNaN(data36)){
-const err110 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+}
+if(data2.id !== undefined){
+let data36 = data2.id;
+if(!((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36)))){
+const err110 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -10857,8 +10876,9 @@ vErrors.push(err110);
 }
 errors++;
 }
-if(data36 < 1 || isNaN(data36)){
-const err111 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(typeof data36 == "number"){
+if(data36 > 9007199254740991 || isNaN(data36)){
+const err111 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -10867,13 +10887,8 @@ vErrors.push(err111);
 }
 errors++;
 }
-}
-}
-if(data2.if_match !== undefined){
-let data37 = data2.if_match;
-if(typeof data37 === "string"){
-if(func2(data37) > 8192){
-const err112 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(data36 < 1 || isNaN(data36)){
+const err112 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -10883,8 +10898,12 @@ vErrors.push(err112);
 errors++;
 }
 }
-else {
-const err113 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data2.if_match !== undefined){
+let data37 = data2.if_match;
+if(typeof data37 === "string"){
+if(func2(data37) > 8192){
+const err113 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -10894,9 +10913,8 @@ vErrors.push(err113);
 errors++;
 }
 }
-}
 else {
-const err114 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err114 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -10906,10 +10924,9 @@ vErrors.push(err114);
 errors++;
 }
 }
-else if(tag0 === "upsert"){
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.op === undefined){
-const err115 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err115 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -10918,8 +10935,11 @@ vErrors.push(err115);
 }
 errors++;
 }
-if(data2.collection === undefined){
-const err116 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+}
+else if(tag0 === "upsert"){
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err116 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -10928,8 +10948,8 @@ vErrors.push(err116);
 }
 errors++;
 }
-if(data2.on_conflict === undefined){
-const err117 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "on_conflict"},message:"must have required property '"+"on_conflict"+"'"};
+if(data2.collection === undefined){
+const err117 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -10938,8 +10958,8 @@ vErrors.push(err117);
 }
 errors++;
 }
-if(data2.rows === undefined){
-const err118 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "rows"},message:"must have required property '"+"rows"+"'"};
+if(data2.on_conflict === undefined){
+const err118 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "on_conflict"},message:"must have required property '"+"on_conflict"+"'"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -10948,9 +10968,8 @@ vErrors.push(err118);
 }
 errors++;
 }
-for(const key4 in data2){
-if(!((((key4 === "op") || (key4 === "collection")) || (key4 === "on_conflict")) || (key4 === "rows"))){
-const err119 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data2.rows === undefined){
+const err119 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "rows"},message:"must have required property '"+"rows"+"'"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -10959,11 +10978,9 @@ vErrors.push(err119);
 }
 errors++;
 }
-}
-if(data2.op !== undefined){
-let data38 = data2.op;
-if(typeof data38 !== "string"){
-const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key4 in data2){
+if(!((((key4 === "op") || (key4 === "collection")) || (key4 === "on_conflict")) || (key4 === "rows"))){
+const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -10972,8 +10989,11 @@ vErrors.push(err120);
 }
 errors++;
 }
-if(!(data38 === "upsert")){
-const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+}
+if(data2.op !== undefined){
+let data38 = data2.op;
+if(typeof data38 !== "string"){
+const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -10982,12 +11002,8 @@ vErrors.push(err121);
 }
 errors++;
 }
-}
-if(data2.collection !== undefined){
-let data39 = data2.collection;
-if(typeof data39 === "string"){
-if(!pattern2.test(data39)){
-const err122 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(!(data38 === "upsert")){
+const err122 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -10997,8 +11013,11 @@ vErrors.push(err122);
 errors++;
 }
 }
-else {
-const err123 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.collection !== undefined){
+let data39 = data2.collection;
+if(typeof data39 === "string"){
+if(!pattern2.test(data39)){
+const err123 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -11008,11 +11027,8 @@ vErrors.push(err123);
 errors++;
 }
 }
-if(data2.on_conflict !== undefined){
-let data40 = data2.on_conflict;
-if(Array.isArray(data40)){
-if(data40.length > 4){
-const err124 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/maxItems",keyword:"maxItems",params:{limit: 4},message:"must NOT have more than 4 items"};
+else {
+const err124 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -11021,8 +11037,12 @@ vErrors.push(err124);
 }
 errors++;
 }
-if(data40.length < 1){
-const err125 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+if(data2.on_conflict !== undefined){
+let data40 = data2.on_conflict;
+if(Array.isArray(data40)){
+if(data40.length > 4){
+const err125 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/maxItems",keyword:"maxItems",params:{limit: 4},message:"must NOT have more than 4 items"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -11031,12 +11051,8 @@ vErrors.push(err125);
 }
 errors++;
 }
-const len3 = data40.length;
-for(let i3=0; i3<len3; i3++){
-let data41 = data40[i3];
-if(typeof data41 === "string"){
-if(!pattern3.test(data41)){
-const err126 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
+if(data40.length < 1){
+const err126 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -11045,9 +11061,12 @@ vErrors.push(err126);
 }
 errors++;
 }
-}
-else {
-const err127 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len3 = data40.length;
+for(let i3=0; i3<len3; i3++){
+let data41 = data40[i3];
+if(typeof data41 === "string"){
+if(!pattern3.test(data41)){
+const err127 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -11057,9 +11076,8 @@ vErrors.push(err127);
 errors++;
 }
 }
-}
 else {
-const err128 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err128 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -11069,11 +11087,9 @@ vErrors.push(err128);
 errors++;
 }
 }
-if(data2.rows !== undefined){
-let data42 = data2.rows;
-if(Array.isArray(data42)){
-if(data42.length < 1){
-const err129 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err129 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -11082,12 +11098,12 @@ vErrors.push(err129);
 }
 errors++;
 }
-const len4 = data42.length;
-for(let i4=0; i4<len4; i4++){
-let data43 = data42[i4];
-if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
-if(data43.id !== undefined){
-const err130 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+}
+if(data2.rows !== undefined){
+let data42 = data2.rows;
+if(Array.isArray(data42)){
+if(data42.length < 1){
+const err130 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -11096,8 +11112,12 @@ vErrors.push(err130);
 }
 errors++;
 }
-if(data43._expand !== undefined){
-const err131 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/_expand",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
+const len4 = data42.length;
+for(let i4=0; i4<len4; i4++){
+let data43 = data42[i4];
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+if(data43.id !== undefined){
+const err131 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -11106,9 +11126,8 @@ vErrors.push(err131);
 }
 errors++;
 }
-}
-else {
-const err132 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data43._expand !== undefined){
+const err132 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/_expand",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -11118,9 +11137,8 @@ vErrors.push(err132);
 errors++;
 }
 }
-}
 else {
-const err133 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err133 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -11132,7 +11150,7 @@ errors++;
 }
 }
 else {
-const err134 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err134 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -11142,8 +11160,9 @@ vErrors.push(err134);
 errors++;
 }
 }
+}
 else {
-const err135 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
+const err135 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -11154,7 +11173,7 @@ errors++;
 }
 }
 else {
-const err136 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
+const err136 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -11164,10 +11183,8 @@ vErrors.push(err136);
 errors++;
 }
 }
-}
-}
 else {
-const err137 = {instancePath:instancePath+"/requestBody/operations",schemaPath:"#/properties/requestBody/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err137 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -11177,9 +11194,8 @@ vErrors.push(err137);
 errors++;
 }
 }
-}
 else {
-const err138 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err138 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -11191,12 +11207,36 @@ errors++;
 }
 }
 else {
-const err139 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err139 = {instancePath:instancePath+"/requestBody/operations",schemaPath:"#/properties/requestBody/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err139];
 }
 else {
 vErrors.push(err139);
+}
+errors++;
+}
+}
+}
+else {
+const err140 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+}
+}
+else {
+const err141 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
 }
 errors++;
 }

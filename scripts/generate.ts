@@ -203,20 +203,23 @@ ${otherBodies.join('\n')}
 }
 
 /**
- * A body schema as Ajv compiles it: each oneOf whose every branch requires one property that it names in
- * an enum of one value (openapi.yaml, JsonPatchOperation's `op`) is marked with Ajv's discriminator, which
- * validates the one branch that value chooses, so that a 400 names what is wrong with that branch alone
- * (and an unknown value as such), not every branch's mismatch. It accepts exactly what the oneOf does.
+ * A body schema as Ajv compiles it: each oneOf whose every branch is an object that requires one property
+ * it names in an enum of one value (openapi.yaml, JsonPatchOperation's `op`) is marked with Ajv's
+ * discriminator, which validates the one branch that value chooses, so that a 400 names what is wrong
+ * with that branch alone (and an unknown value as such), not every branch's mismatch. Ajv applies the
+ * discriminator to objects alone and then skips the oneOf, so the mark says `type: object` too: it
+ * accepts exactly what the oneOf does, a value of another type no more than a branch does.
  */
 function withDiscriminators(schema: unknown): object {
   return JSON.parse(
     JSON.stringify(schema, (_key, value) => {
       if (typeof value !== 'object' || value === null || !Array.isArray(value.oneOf) || value.discriminator) return value;
-      const [first, ...rest] = value.oneOf as { required?: string[]; properties?: Record<string, { enum?: unknown[] }> }[];
-      const tag = first?.required?.find((name) =>
-        [first, ...rest].every((branch) => branch.required?.includes(name) && branch.properties?.[name]?.enum?.length === 1),
+      const branches = value.oneOf as { type?: unknown; required?: string[]; properties?: Record<string, { enum?: unknown[] }> }[];
+      if (!branches.every((branch) => branch.type === 'object')) return value;
+      const tag = branches[0]?.required?.find((name) =>
+        branches.every((branch) => branch.required?.includes(name) && branch.properties?.[name]?.enum?.length === 1),
       );
-      return tag === undefined ? value : { ...value, discriminator: { propertyName: tag } };
+      return tag === undefined ? value : { ...value, type: 'object', discriminator: { propertyName: tag } };
     }),
   );
 }

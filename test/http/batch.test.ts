@@ -28,7 +28,7 @@ describeEachBackend('POST /v1/batch', (backend) => {
   }
   const rowsOf = async (name: string) => (await client.get<Row[]>(`/v1/collections/${name}/rows`)).body;
   const seqOf = async (name: string) => (await client.get<{ seq: number }>(`/v1/collections/${name}`)).body.seq;
-  const batch = <T = Answer>(operations: object[], headers?: Record<string, string>) =>
+  const batch = <T = Answer>(operations: unknown[], headers?: Record<string, string>) =>
     client.post<T>('/v1/batch', { operations }, { headers });
   /** What can be seen of the collections: their rows and seqs, to show that a refused batch wrote nothing. */
   const stateOf = async (...names: string[]) => Promise.all(names.map(async (name) => [await rowsOf(name), await seqOf(name)]));
@@ -256,7 +256,7 @@ describeEachBackend('POST /v1/batch', (backend) => {
   describe('all or none', () => {
     const refusals: {
       name: string;
-      operations: (names: string[], etag: string) => object[];
+      operations: (names: string[], etag: string) => unknown[];
       status: number;
       code: string;
       operation?: number;
@@ -413,6 +413,14 @@ describeEachBackend('POST /v1/batch', (backend) => {
         code: 'validation_failed',
         errorAt: '/operations/1/id',
       },
+      // Each operation is an object: a value of another type is one no branch of BatchOperation takes.
+      ...[1, 'insert', null, [], true].map((value) => ({
+        name: `an operation that is ${JSON.stringify(value)}`,
+        operations: ([a]: string[]) => [{ op: 'insert', collection: a, rows: [{ n: 1 }] }, value],
+        status: 400,
+        code: 'validation_failed',
+        errorAt: '/operations/1',
+      })),
       {
         name: 'more operations than the server takes',
         operations: ([a]) => range(1, 9).map((n) => ({ op: 'insert', collection: a, rows: [{ n }] })),
