@@ -1503,7 +1503,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -1547,7 +1547,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -1579,12 +1579,12 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The attempt's id, as `listWebhookDeliveries` lists it.
+                 * @description The attempt's id, as `listWebhookDeliveries` lists it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no attempt: 404, as any absent one.
                  * @example 1
                  */
                 delivery_id: components["parameters"]["DeliveryIdPath"];
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -1614,7 +1614,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -4752,7 +4752,7 @@ export interface components {
          */
         CountParameter: components["schemas"]["CountMode"];
         /**
-         * @description The attempt's id, as `listWebhookDeliveries` lists it.
+         * @description The attempt's id, as `listWebhookDeliveries` lists it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no attempt: 404, as any absent one.
          * @example 1
          */
         DeliveryIdPath: number;
@@ -4905,7 +4905,7 @@ export interface components {
          */
         SelectParameter: string;
         /**
-         * @description The webhook's id, as `createWebhook` answered it.
+         * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
          * @example 1
          */
         WebhookIdPath: number;
@@ -9097,7 +9097,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -9153,7 +9153,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -9190,7 +9190,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -9209,7 +9209,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -9261,7 +9261,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -9302,7 +9302,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -9321,12 +9321,12 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The attempt's id, as `listWebhookDeliveries` lists it.
+                 * @description The attempt's id, as `listWebhookDeliveries` lists it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no attempt: 404, as any absent one.
                  * @example 1
                  */
                 delivery_id: components["parameters"]["DeliveryIdPath"];
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];
@@ -9381,7 +9381,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @description The webhook's id, as `createWebhook` answered it. An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no webhook: 404, as any absent one.
                  * @example 1
                  */
                 webhook_id: components["parameters"]["WebhookIdPath"];

@@ -22,6 +22,16 @@ interface Webhook {
   state: { pending: number; failing_since: string | null; dropped: number };
 }
 
+/** What `caller` is answered for each operation on the webhook at `path`: read, HEAD, change, rotate, its log, delete. */
+const statusesOf = async (caller: Client, path: string) => [
+  (await caller.get(path)).status,
+  (await caller.request('HEAD', path)).status,
+  (await caller.patch(path, { enabled: false })).status,
+  (await caller.post(`${path}/rotate-secret`)).status,
+  (await caller.get(`${path}/deliveries`)).status,
+  (await caller.delete(path)).status,
+];
+
 describeEachBackend('managing webhooks', (backend) => {
   let server: TestServer;
   let client: Client;
@@ -108,18 +118,25 @@ describeEachBackend('managing webhooks', (backend) => {
     const { body: made } = await client.post<Webhook>('/v1/webhooks', { url: URL_HERE });
     const other = await server.client();
     const path = `/v1/webhooks/${made.id}`;
-    const statuses = [
-      (await other.get(path)).status,
-      (await other.request('HEAD', path)).status,
-      (await other.patch(path, { enabled: false })).status,
-      (await other.post(`${path}/rotate-secret`)).status,
-      (await other.get(`${path}/deliveries`)).status,
-      (await other.delete(path)).status,
-    ];
-    expect(statuses).to.deep.equal([404, 404, 404, 404, 404, 404]);
+    expect(await statusesOf(other, path)).to.deep.equal([404, 404, 404, 404, 404, 404]);
     expect((await other.get<Webhook[]>('/v1/webhooks')).body).to.deep.equal([]);
     expect((await client.get<Webhook>(path)).body.enabled).to.equal(true);
   });
+
+  // Past the 32 bits of PostgreSQL's webhooks.id, past 2^53 − 1, past a bigint: each an absent webhook, or attempt.
+  for (const id of ['0', '2147483648', '9007199254740991', '9007199254740993', '9223372036854775808', '99999999999999999999']) {
+    it(`answers a webhook or an attempt of id ${id} 404, whatever the operation`, async () => {
+      const { body: made } = await client.post<Webhook>('/v1/webhooks', { url: URL_HERE });
+      const path = `/v1/webhooks/${id}`;
+      const statuses = [
+        ...(await statusesOf(client, path)),
+        (await client.post(`${path}/deliveries/1/retry`)).status,
+        (await client.post(`/v1/webhooks/${made.id}/deliveries/${id}/retry`)).status,
+      ];
+      expect(statuses).to.deep.equal([404, 404, 404, 404, 404, 404, 404, 404]);
+      expect((await client.delete(`/v1/webhooks/${made.id}`)).status).to.equal(204);
+    });
+  }
 
   it('takes the collections of a key limited to them by default, and no other, and shows it only webhooks of those', async () => {
     const account = `limited-${++limitedAccounts}`;

@@ -1,5 +1,6 @@
 // Webhooks' delivery log (openapi.yaml, WebhookDelivery; docs/webhooks.md): every attempt, listed, retried,
 // and pruned after DELIVERY_LOG_MS (webhooks/delivery-log.ts).
+import { assignable } from '../../rows.ts';
 import type { Dialect, SqlValue } from '../engine/dialect.ts';
 import { pruneWebhookDeliveriesSql, retryWebhookStreamSql, webhookDeliveriesSql, webhookDeliverySql } from '../engine/sql/webhooks.ts';
 
@@ -59,7 +60,7 @@ export const attemptValues = (webhookId: number, a: Attempt): SqlValue[] => [
 
 /**
  * Makes the next attempt of the change the webhook's attempt `deliveryId` failed to deliver due now:
- * `retried`; `absent` when the webhook has no such attempt; `delivered` when the change has been
+ * `retried`; `absent` when the webhook has no such attempt (an id none is given among them: ../../rows.ts, assignable); `delivered` when the change has been
  * acknowledged since (or the attempt delivered it), or its collection is gone.
  */
 export async function retryWebhookDelivery(
@@ -68,6 +69,7 @@ export async function retryWebhookDelivery(
   webhookId: number,
   deliveryId: number,
 ): Promise<'retried' | 'absent' | 'delivered'> {
+  if (!assignable(deliveryId)) return 'absent';
   const [attempt] = await query<{ collection: string; seq: number | string; outcome: string }>(webhookDeliverySql, [webhookId, deliveryId]);
   if (!attempt) return 'absent';
   if (attempt.outcome === 'delivered') return 'delivered';

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
+import { assignable } from '../../rows.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { lockAccountSql } from '../engine/sql/collections.ts';
@@ -174,8 +175,9 @@ export async function listWebhooks({ query }: Dialect, accountId: number): Promi
   return (await query<WebhookRow>(listWebhooksSql, [accountId])).map(webhookOf);
 }
 
-/** The account's webhook `id`, or undefined when it has none of that id. */
+/** The account's webhook `id`, or undefined when it has none of that id (an id no webhook is given among them: ../../rows.ts, assignable). */
 export async function getWebhook({ query }: Dialect, accountId: number, id: number): Promise<Webhook | undefined> {
+  if (!assignable(id)) return undefined;
   const [row] = await query<WebhookRow>(webhookSql, [accountId, id]);
   return row && webhookOf(row);
 }

@@ -6,7 +6,11 @@ const webhookColumns =
 export const insertWebhookSql = `insert into webhooks (account_id, url, collections, events, filter, description, secret, enabled, created_at, updated_at)
   select ?, ?, ?, ?, ?, ?, ?, (? = 1), ?, ? where (select count(*) from webhooks where account_id = ?) < ? returning id`;
 export const listWebhooksSql = `select ${webhookColumns} from webhooks w where w.account_id = ? order by w.id`;
-export const webhookSql = `select ${webhookColumns} from webhooks w where w.account_id = ? and w.id = ?`;
+/**
+ * The account's webhook `?`, any id up to 2^53 − 1 (getWebhook): compared as a bigint, since `webhooks.id` is an
+ * integer of 32 bits on PostgreSQL (migration 0016), which takes a larger binding for an error, not for no row.
+ */
+export const webhookSql = `select ${webhookColumns} from webhooks w where w.account_id = ? and w.id = cast(? as bigint)`;
 /** A webhook's state: what it owes (the events after each stream's acknowledged seq), since when it fails, and what retention dropped. */
 export const webhookStateSql = `select coalesce(sum(c.last_seq - s.acked_seq), 0) as pending, min(s.failing_since) as failing_since,
   coalesce(sum(s.dropped), 0) as dropped from webhook_streams s join collections c on c.id = s.collection_id where s.webhook_id = ?`;
