@@ -23,14 +23,18 @@ const DEFAULT_MANY = 10;
 /** A place of the request: the query parameter `expand`, or a JSON Pointer into the body. */
 type Place = { in: 'query' } | { in: 'body'; pointer: string };
 
-/** Reads the query parameter `expand` (`author,comments.author`) as the body's `expand` would say it. */
+/**
+ * Reads the query parameter `expand` (`author,comments.author`) as the body's `expand` would say it. Each
+ * level is an object without a prototype, so that every name is a member of its own, as JSON.parse makes
+ * the body's: `__proto__` or `constructor` is a relation that is none (400), never a property every
+ * object inherits, which a request would otherwise change for all the server's requests.
+ */
 export function expandParameter(text: string): ExpandQuery {
-  const query: ExpandQuery = {};
+  const query: ExpandQuery = Object.create(null);
   for (const dotted of text.split(',')) {
     let level = query;
     for (const name of dotted.split('.')) {
-      level[name] ??= {};
-      level[name].expand ??= {};
+      level[name] ??= { expand: Object.create(null) };
       level = level[name].expand as ExpandQuery;
     }
   }

@@ -267,6 +267,22 @@ describeEachBackend('expand', (backend) => {
     ]);
   });
 
+  it('refuses the names every object inherits as relations that are none, and answers the next request as before', async () => {
+    for (const expand of ['__proto__', 'constructor', 'toString', 'comments.__proto__', 'author.constructor', '__proto__.author']) {
+      const refused = await client.get<Problem>(`/v1/collections/posts/rows?expand=${expand}`);
+      expect(refused.status, expand).to.equal(400);
+      expect(refused.body.errors?.[0].message).to.match(/names no relation of (posts|comments|people)$/);
+      // Nothing the name reached is left on the objects every request's input is made of.
+      expect((await client.get('/v1/collections/posts/rows?limit=1')).status, expand).to.equal(200);
+    }
+    const body = await client.request('POST', '/v1/collections/posts/query', {
+      raw: '{"expand":{"__proto__":{"expand":{"author":{}}}}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(body.status).to.equal(400);
+    expect((await client.get('/v1/collections/posts/rows?limit=1')).status).to.equal(200);
+  });
+
   it('reserves _expand: a write holding it is 400; a row stored with one answers it only when not expanded', async () => {
     expect((await client.post('/v1/collections/people/rows', [{ _expand: 1 }])).status).to.equal(400);
     expect((await client.patch('/v1/collections/people/rows/1', { _expand: 1 })).status).to.equal(400);
