@@ -2547,7 +2547,7 @@ export interface components {
             /** @description A token's `aud` must name one of these. */
             audiences: string[];
             discovery_url?: components["schemas"]["IssuerUrl"];
-            /** @description The `iss` of its tokens, compared exactly. */
+            /** @description The `iss` of its tokens, compared exactly; no control character (Unicode category Cc). */
             issuer: string;
             jwks_uri?: components["schemas"]["IssuerUrl"];
             /**
@@ -3600,7 +3600,7 @@ export interface components {
             /** @description The `before` of the next page, or `null` after the last. */
             next: number | null;
         };
-        /** @description What the webhook is for, for its owner. */
+        /** @description What the webhook is for, for its owner: any text but U+0000, which PostgreSQL's text cannot hold (400 on either backend). */
         WebhookDescription: string | null;
         /** @enum {string} */
         WebhookEventKind: "insert" | "update" | "delete";

@@ -3467,7 +3467,8 @@ return errors === 0;
 }
 
 export const createWebhook_body = validate22;
-const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["url"],"additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."}}}},"required":["requestBody"]};
+const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["url"],"additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"pattern":"^[^\\x00]*$","description":"What the webhook is for, for its owner: any text but U+0000, which PostgreSQL's text cannot hold (400 on either backend)."}}}},"required":["requestBody"]};
+const pattern8 = new RegExp("^[^\\x00]*$", "u");
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3727,11 +3728,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err19 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!pattern8.test(data7)){
+const err19 = {instancePath:instancePath+"/requestBody/description",schemaPath:"#/properties/requestBody/properties/description/pattern",keyword:"pattern",params:{pattern: "^[^\\x00]*$"},message:"must match pattern \""+"^[^\\x00]*$"+"\""};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3742,13 +3740,26 @@ errors++;
 }
 }
 }
+}
 else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err20 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err20];
 }
 else {
 vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
 }
 errors++;
 }
@@ -4776,7 +4787,7 @@ return errors === 0;
 
 export const putCollectionTtl_body = validate27;
 const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A collection's time to live (docs/expiry.md): `field`, a top-level field of its rows, holds when each\nrow expires, an RFC 3339 date-time (any offset; far in the past or future both fine). A row whose\nfield is missing, `null`, or not such a date-time never expires. On `getCollection`, the collection's\n(absent when it has none).\n","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","description":"The field of a collection's time to live (`Ttl`), a plain top-level name, letters, digits and `_`, not starting with a digit, 63 characters at most; never `id`.","pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"expires_at"}}}},"required":["requestBody"]};
-const pattern8 = new RegExp("^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
+const pattern9 = new RegExp("^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
 
 function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -4820,7 +4831,7 @@ errors++;
 if(data0.field !== undefined){
 let data1 = data0.field;
 if(typeof data1 === "string"){
-if(!pattern8.test(data1)){
+if(!pattern9.test(data1)){
 const err3 = {instancePath:instancePath+"/requestBody/field",schemaPath:"#/properties/requestBody/properties/field/pattern",keyword:"pattern",params:{pattern: "^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -4870,7 +4881,7 @@ return errors === 0;
 }
 
 export const putIssuer_body = validate28;
-const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
+const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*$","description":"The `iss` of its tokens, compared exactly; no control character (Unicode category Cc)."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
 const schema48 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -4945,9 +4956,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-else {
-const err6 = {instancePath:instancePath+"/requestBody/issuer",schemaPath:"#/properties/requestBody/properties/issuer/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!pattern4.test(data1)){
+const err6 = {instancePath:instancePath+"/requestBody/issuer",schemaPath:"#/properties/requestBody/properties/issuer/pattern",keyword:"pattern",params:{pattern: "^[^\\x00-\\x1f\\x7f-\\x9f]*$"},message:"must match pattern \""+"^[^\\x00-\\x1f\\x7f-\\x9f]*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4957,11 +4967,8 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data0.audiences !== undefined){
-let data2 = data0.audiences;
-if(Array.isArray(data2)){
-if(data2.length > 10){
-const err7 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
+else {
+const err7 = {instancePath:instancePath+"/requestBody/issuer",schemaPath:"#/properties/requestBody/properties/issuer/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4970,8 +4977,12 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(data2.length < 1){
-const err8 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+if(data0.audiences !== undefined){
+let data2 = data0.audiences;
+if(Array.isArray(data2)){
+if(data2.length > 10){
+const err8 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4980,12 +4991,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-const len0 = data2.length;
-for(let i0=0; i0<len0; i0++){
-let data3 = data2[i0];
-if(typeof data3 === "string"){
-if(func2(data3) > 2048){
-const err9 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(data2.length < 1){
+const err9 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -4994,8 +5001,12 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err10 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const len0 = data2.length;
+for(let i0=0; i0<len0; i0++){
+let data3 = data2[i0];
+if(typeof data3 === "string"){
+if(func2(data3) > 2048){
+const err10 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5004,14 +5015,24 @@ vErrors.push(err10);
 }
 errors++;
 }
-}
-else {
-const err11 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data3) < 1){
+const err11 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
 }
 errors++;
 }
@@ -5027,12 +5048,12 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err12 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+const err13 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
-vErrors = [err12];
+vErrors = [err13];
 }
 else {
-vErrors.push(err12);
+vErrors.push(err13);
 }
 errors++;
 break;
@@ -5042,21 +5063,7 @@ indices0[item0] = i1;
 }
 }
 else {
-const err13 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-if(data0.jwks_uri !== undefined){
-let data4 = data0.jwks_uri;
-if(typeof data4 === "string"){
-if(func2(data4) > 2048){
-const err14 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+const err14 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5065,8 +5072,12 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(func2(data4) < 1){
-const err15 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data0.jwks_uri !== undefined){
+let data4 = data0.jwks_uri;
+if(typeof data4 === "string"){
+if(func2(data4) > 2048){
+const err15 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -5075,9 +5086,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-else {
-const err16 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data4) < 1){
+const err16 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -5087,11 +5097,8 @@ vErrors.push(err16);
 errors++;
 }
 }
-if(data0.discovery_url !== undefined){
-let data5 = data0.discovery_url;
-if(typeof data5 === "string"){
-if(func2(data5) > 2048){
-const err17 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+else {
+const err17 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -5100,8 +5107,12 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(func2(data5) < 1){
-const err18 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data0.discovery_url !== undefined){
+let data5 = data0.discovery_url;
+if(typeof data5 === "string"){
+if(func2(data5) > 2048){
+const err18 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -5110,9 +5121,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-}
-else {
-const err19 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data5) < 1){
+const err19 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -5122,11 +5132,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data0.secret !== undefined){
-let data6 = data0.secret;
-if(typeof data6 === "string"){
-if(func2(data6) > 1024){
-const err20 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+else {
+const err20 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -5135,8 +5142,12 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(func2(data6) < 32){
-const err21 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/minLength",keyword:"minLength",params:{limit: 32},message:"must NOT have fewer than 32 characters"};
+}
+if(data0.secret !== undefined){
+let data6 = data0.secret;
+if(typeof data6 === "string"){
+if(func2(data6) > 1024){
+const err21 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -5145,9 +5156,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data6) < 32){
+const err22 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/minLength",keyword:"minLength",params:{limit: 32},message:"must NOT have fewer than 32 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -5157,9 +5167,8 @@ vErrors.push(err22);
 errors++;
 }
 }
-}
 else {
-const err23 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err23 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -5171,12 +5180,24 @@ errors++;
 }
 }
 else {
-const err24 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err24 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err24];
 }
 else {
 vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
 }
 errors++;
 }
@@ -5239,7 +5260,7 @@ errors++;
 if(data0.field !== undefined){
 let data1 = data0.field;
 if(typeof data1 === "string"){
-if(!pattern8.test(data1)){
+if(!pattern9.test(data1)){
 const err4 = {instancePath:instancePath+"/requestBody/field",schemaPath:"#/properties/requestBody/properties/field/pattern",keyword:"pattern",params:{pattern: "^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -5322,7 +5343,7 @@ vErrors.push(err10);
 errors++;
 }
 if(typeof data4 === "string"){
-if(!pattern8.test(data4)){
+if(!pattern9.test(data4)){
 const err11 = {instancePath:instancePath+"/requestBody/reverse",schemaPath:"#/properties/requestBody/properties/reverse/pattern",keyword:"pattern",params:{pattern: "^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -7494,7 +7515,7 @@ return errors === 0;
 export const updateRow_body_json_patch_json = validate43;
 const schema70 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"type":"object","discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
 const schema71 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const pattern12 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
+const pattern14 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -7577,7 +7598,7 @@ errors++;
 if(data1.path !== undefined){
 let data3 = data1.path;
 if(typeof data3 === "string"){
-if(!pattern12.test(data3)){
+if(!pattern14.test(data3)){
 const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -7659,7 +7680,7 @@ errors++;
 if(data1.path !== undefined){
 let data5 = data1.path;
 if(typeof data5 === "string"){
-if(!pattern12.test(data5)){
+if(!pattern14.test(data5)){
 const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -7751,7 +7772,7 @@ errors++;
 if(data1.path !== undefined){
 let data7 = data1.path;
 if(typeof data7 === "string"){
-if(!pattern12.test(data7)){
+if(!pattern14.test(data7)){
 const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err21];
@@ -7843,7 +7864,7 @@ errors++;
 if(data1.path !== undefined){
 let data9 = data1.path;
 if(typeof data9 === "string"){
-if(!pattern12.test(data9)){
+if(!pattern14.test(data9)){
 const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err29];
@@ -7868,7 +7889,7 @@ errors++;
 if(data1.from !== undefined){
 let data10 = data1.from;
 if(typeof data10 === "string"){
-if(!pattern12.test(data10)){
+if(!pattern14.test(data10)){
 const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
@@ -7960,7 +7981,7 @@ errors++;
 if(data1.path !== undefined){
 let data12 = data1.path;
 if(typeof data12 === "string"){
-if(!pattern12.test(data12)){
+if(!pattern14.test(data12)){
 const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -7985,7 +8006,7 @@ errors++;
 if(data1.from !== undefined){
 let data13 = data1.from;
 if(typeof data13 === "string"){
-if(!pattern12.test(data13)){
+if(!pattern14.test(data13)){
 const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -8077,7 +8098,7 @@ errors++;
 if(data1.path !== undefined){
 let data15 = data1.path;
 if(typeof data15 === "string"){
-if(!pattern12.test(data15)){
+if(!pattern14.test(data15)){
 const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -8169,7 +8190,7 @@ errors++;
 if(data1.path !== undefined){
 let data17 = data1.path;
 if(typeof data17 === "string"){
-if(!pattern12.test(data17)){
+if(!pattern14.test(data17)){
 const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -8494,7 +8515,7 @@ errors++;
 if(data1.path !== undefined){
 let data3 = data1.path;
 if(typeof data3 === "string"){
-if(!pattern12.test(data3)){
+if(!pattern14.test(data3)){
 const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -8576,7 +8597,7 @@ errors++;
 if(data1.path !== undefined){
 let data5 = data1.path;
 if(typeof data5 === "string"){
-if(!pattern12.test(data5)){
+if(!pattern14.test(data5)){
 const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -8668,7 +8689,7 @@ errors++;
 if(data1.path !== undefined){
 let data7 = data1.path;
 if(typeof data7 === "string"){
-if(!pattern12.test(data7)){
+if(!pattern14.test(data7)){
 const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err21];
@@ -8760,7 +8781,7 @@ errors++;
 if(data1.path !== undefined){
 let data9 = data1.path;
 if(typeof data9 === "string"){
-if(!pattern12.test(data9)){
+if(!pattern14.test(data9)){
 const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err29];
@@ -8785,7 +8806,7 @@ errors++;
 if(data1.from !== undefined){
 let data10 = data1.from;
 if(typeof data10 === "string"){
-if(!pattern12.test(data10)){
+if(!pattern14.test(data10)){
 const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
@@ -8877,7 +8898,7 @@ errors++;
 if(data1.path !== undefined){
 let data12 = data1.path;
 if(typeof data12 === "string"){
-if(!pattern12.test(data12)){
+if(!pattern14.test(data12)){
 const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -8902,7 +8923,7 @@ errors++;
 if(data1.from !== undefined){
 let data13 = data1.from;
 if(typeof data13 === "string"){
-if(!pattern12.test(data13)){
+if(!pattern14.test(data13)){
 const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -8994,7 +9015,7 @@ errors++;
 if(data1.path !== undefined){
 let data15 = data1.path;
 if(typeof data15 === "string"){
-if(!pattern12.test(data15)){
+if(!pattern14.test(data15)){
 const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -9086,7 +9107,7 @@ errors++;
 if(data1.path !== undefined){
 let data17 = data1.path;
 if(typeof data17 === "string"){
-if(!pattern12.test(data17)){
+if(!pattern14.test(data17)){
 const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -9250,7 +9271,7 @@ return errors === 0;
 }
 
 export const updateWebhook_body = validate48;
-const schema91 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+const schema91 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"pattern":"^[^\\x00]*$","description":"What the webhook is for, for its owner: any text but U+0000, which PostgreSQL's text cannot hold (400 on either backend)."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
 
 function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -9500,11 +9521,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-}
-}
-if(data0.enabled !== undefined){
-if(typeof data0.enabled !== "boolean"){
-const err18 = {instancePath:instancePath+"/requestBody/enabled",schemaPath:"#/properties/requestBody/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(!pattern8.test(data7)){
+const err18 = {instancePath:instancePath+"/requestBody/description",schemaPath:"#/properties/requestBody/properties/description/pattern",keyword:"pattern",params:{pattern: "^[^\\x00]*$"},message:"must match pattern \""+"^[^\\x00]*$"+"\""};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -9515,8 +9533,9 @@ errors++;
 }
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0.enabled !== undefined){
+if(typeof data0.enabled !== "boolean"){
+const err19 = {instancePath:instancePath+"/requestBody/enabled",schemaPath:"#/properties/requestBody/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -9528,12 +9547,24 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err20 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err20];
 }
 else {
 vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
 }
 errors++;
 }
@@ -10007,7 +10038,7 @@ errors++;
 if(data14.path !== undefined){
 let data16 = data14.path;
 if(typeof data16 === "string"){
-if(!pattern12.test(data16)){
+if(!pattern14.test(data16)){
 const err37 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -10089,7 +10120,7 @@ errors++;
 if(data14.path !== undefined){
 let data18 = data14.path;
 if(typeof data18 === "string"){
-if(!pattern12.test(data18)){
+if(!pattern14.test(data18)){
 const err44 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err44];
@@ -10181,7 +10212,7 @@ errors++;
 if(data14.path !== undefined){
 let data20 = data14.path;
 if(typeof data20 === "string"){
-if(!pattern12.test(data20)){
+if(!pattern14.test(data20)){
 const err52 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err52];
@@ -10273,7 +10304,7 @@ errors++;
 if(data14.path !== undefined){
 let data22 = data14.path;
 if(typeof data22 === "string"){
-if(!pattern12.test(data22)){
+if(!pattern14.test(data22)){
 const err60 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err60];
@@ -10298,7 +10329,7 @@ errors++;
 if(data14.from !== undefined){
 let data23 = data14.from;
 if(typeof data23 === "string"){
-if(!pattern12.test(data23)){
+if(!pattern14.test(data23)){
 const err62 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -10390,7 +10421,7 @@ errors++;
 if(data14.path !== undefined){
 let data25 = data14.path;
 if(typeof data25 === "string"){
-if(!pattern12.test(data25)){
+if(!pattern14.test(data25)){
 const err70 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err70];
@@ -10415,7 +10446,7 @@ errors++;
 if(data14.from !== undefined){
 let data26 = data14.from;
 if(typeof data26 === "string"){
-if(!pattern12.test(data26)){
+if(!pattern14.test(data26)){
 const err72 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err72];
@@ -10507,7 +10538,7 @@ errors++;
 if(data14.path !== undefined){
 let data28 = data14.path;
 if(typeof data28 === "string"){
-if(!pattern12.test(data28)){
+if(!pattern14.test(data28)){
 const err80 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err80];
@@ -10599,7 +10630,7 @@ errors++;
 if(data14.path !== undefined){
 let data30 = data14.path;
 if(typeof data30 === "string"){
-if(!pattern12.test(data30)){
+if(!pattern14.test(data30)){
 const err88 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err88];

@@ -124,6 +124,18 @@ const scenarios: { name: string; text: string; status: number; place: string; me
     place: '/webhooks/0/collections/0',
   },
   {
+    name: 'a webhook whose description holds U+0000',
+    text: 'webhooks:\n  - {url: "http://127.0.0.1:9/h", description: "a\\0b"}\n',
+    status: 400,
+    place: '/webhooks/0/description',
+  },
+  {
+    name: 'an issuer holding U+0000',
+    text: 'issuers:\n  app: {issuer: "a\\0b", audiences: [y], jwks_uri: "https://auth.example/jwks"}\n',
+    status: 400,
+    place: '/issuers/app/issuer',
+  },
+  {
     name: 'an issuer whose secret is not set where nothing holds it',
     text: 'issuers:\n  app: {issuer: x, audiences: [y], secret: {env: ROWBASE_TEST_UNSET_SECRET}}\n',
     status: 400,

@@ -83,6 +83,8 @@ describeEachBackend('managing token issuers', (backend) => {
     ['no audience', 'app', { ...bySecret, audiences: [] }, '/audiences'],
     ['eleven audiences', 'app', { ...bySecret, audiences: [...'abcdefghijk'] }, '/audiences'],
     ['an issuer past 2,048 characters', 'app', { ...bySecret, issuer: 'i'.repeat(2049) }, '/issuer'],
+    ['an issuer holding U+0000', 'app', { ...byJwks, issuer: 'a\u0000b' }, '/issuer'],
+    ['an issuer holding a line feed', 'app', { ...bySecret, issuer: 'a\nb' }, '/issuer'],
     ['an unknown field', 'app', { ...bySecret, algorithm: 'HS256' }, '/algorithm'],
     ['a name that is no plain name', '1app', bySecret, 'issuer_name'],
     ['an ftp jwks_uri', 'app', { ...byJwks, jwks_uri: 'ftp://auth.example/jwks' }, /must be an http or https URL/],

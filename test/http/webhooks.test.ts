@@ -169,6 +169,7 @@ describeEachBackend('managing webhooks', (backend) => {
     ['a filter that is none', { url: URL_HERE, filter: { n: { $near: 1 } } }, '/filter/n/$near'],
     ['an unknown kind', { url: URL_HERE, events: ['upsert'] }, '/events/0'],
     ['an unknown field', { url: URL_HERE, secret: 'whsec_mine' }, ''],
+    ['a description holding U+0000', { url: URL_HERE, description: 'a\u0000b' }, '/description'],
     ['no URL', {}, ''],
   ];
   for (const [name, body, pointer] of refusals) {
