@@ -39,9 +39,10 @@ export const MAX_ROW_BYTES = 15 * 1024 * 1024;
 export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 && Buffer.byteLength(text) > MAX_ROW_BYTES;
 
 /**
- * Whether `id` may name a row (or a webhook, or an attempt of its delivery log): the service assigns ids from 1, and a
- * JavaScript number names no integer past 2^53 − 1 exactly. Any other integer is one that is absent (openapi.yaml,
- * RowId, WebhookIdPath, DeliveryIdPath: 404), and is never sent to the database: PostgreSQL's bigint refuses the largest.
+ * Whether `id` may name a row (or a webhook, or an attempt of its delivery log): the service assigns ids
+ * from 1, and a JavaScript number names no integer past 2^53 − 1 exactly. Any other integer is one that is
+ * absent (openapi.yaml, RowId, WebhookIdPath, DeliveryIdPath: 404), and is never sent to the database:
+ * PostgreSQL's bigint refuses the largest.
  */
 export const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
 

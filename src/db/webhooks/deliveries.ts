@@ -60,8 +60,9 @@ export const attemptValues = (webhookId: number, a: Attempt): SqlValue[] => [
 
 /**
  * Makes the next attempt of the change the webhook's attempt `deliveryId` failed to deliver due now:
- * `retried`; `absent` when the webhook has no such attempt (an id none is given among them: ../../rows.ts, assignable); `delivered` when the change has been
- * acknowledged since (or the attempt delivered it), or its collection is gone.
+ * `retried`; `absent` when the webhook has no such attempt (an id no attempt is given among them, as
+ * ../../rows.ts's assignable says); `delivered` when the change has been acknowledged since (or the
+ * attempt delivered it), or its collection is gone.
  */
 export async function retryWebhookDelivery(
   { query, changes }: Dialect,

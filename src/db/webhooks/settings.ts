@@ -175,7 +175,10 @@ export async function listWebhooks({ query }: Dialect, accountId: number): Promi
   return (await query<WebhookRow>(listWebhooksSql, [accountId])).map(webhookOf);
 }
 
-/** The account's webhook `id`, or undefined when it has none of that id (an id no webhook is given among them: ../../rows.ts, assignable). */
+/**
+ * The account's webhook `id`, or undefined when it has none of that id (an id no webhook is given among
+ * them, as ../../rows.ts's assignable says, is not looked for).
+ */
 export async function getWebhook({ query }: Dialect, accountId: number, id: number): Promise<Webhook | undefined> {
   if (!assignable(id)) return undefined;
   const [row] = await query<WebhookRow>(webhookSql, [accountId, id]);
