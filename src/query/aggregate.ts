@@ -232,8 +232,8 @@ export function aggregateInMemory(rows: readonly Row[], query: AggregateQuery): 
   const groups: Group[] = [];
   for (const members of byKey.values()) {
     const group: Group = {};
-    for (const field of query.groupBy) group[field] = canonical(fieldOf(members[0], field) ?? null);
-    for (const aggregate of query.aggregates) group[aggregate.alias] = aggregateOf(members, aggregate);
+    for (const field of query.groupBy) setMember(group, field, canonical(fieldOf(members[0], field) ?? null));
+    for (const aggregate of query.aggregates) setMember(group, aggregate.alias, aggregateOf(members, aggregate));
     groups.push(group);
   }
   return orderGroups(groups, query);

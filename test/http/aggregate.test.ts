@@ -181,6 +181,25 @@ describeEachBackend('aggregates', (backend) => {
       expect(JSON.stringify(answer.body.groups[2])).to.equal('{"tag":{"j":"x","k":1},"n":2}');
     });
 
+    it('answers a group field or an alias named __proto__ or constructor as a member of its own', async () => {
+      expect((await client.post('/v1/collections', { name: 'protos' })).status).to.equal(201);
+      const inserted = await client.request('POST', '/v1/collections/protos/rows', {
+        raw: '[{"__proto__":"a","n":1},{"__proto__":"a","n":2},{"__proto__":{"b":1},"n":4}]',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(inserted.status).to.equal(201);
+      const grouped = await post({ group_by: ['__proto__'], aggregates: { constructor: { sum: 'n' }, toString: { count: {} } } }, 'protos');
+      expect(grouped.text).to.equal(
+        '{"groups":[{"__proto__":"a","constructor":3,"toString":2},{"__proto__":{"b":1},"constructor":4,"toString":1}],"seq":3,"truncated":false}',
+      );
+      // As text: in a literal, __proto__ would set the object's prototype, not a member.
+      const aliased = await client.request('POST', '/v1/collections/protos/aggregate', {
+        raw: '{"filter":{"n":{"$gte":1}},"aggregates":{"__proto__":{"count":{}},"hasOwnProperty":{"max":"n"}}}',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(aliased.text).to.equal('{"groups":[{"__proto__":3,"hasOwnProperty":4}],"seq":3,"truncated":false}');
+    });
+
     it('takes min and max in the page order across types: numbers, strings, booleans, then objects and arrays by id', async () => {
       const answer = await post({ aggregates: { first: { min: 'due' }, last: { max: 'due' }, kinds: { count_distinct: 'due' } } });
       expect(answer.body.groups).to.deep.equal([{ first: 3, last: [2], kinds: 5 }]);

@@ -9,6 +9,7 @@
 import { collectionNotFound, type FieldError, validationFailed } from '../../errors.ts';
 import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../query/aggregate.ts';
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
+import { setMember } from '../../rows.ts';
 import type { AggregateSource } from '../engine/read-port.ts';
 import { byId, byName, type CollectionRef, withinIndex } from '../engine/sql/pages.ts';
 import { keyCountSql } from '../engine/sql/reads.ts';
@@ -111,7 +112,7 @@ async function readInIndex(
     const [{ n, seq }] = await source.read<{ n: number | string; seq: number | string | null }>(statement.sql, statement.params, 'sort');
     if (seq === null) return undefined;
     const group: Group = {};
-    for (const { alias } of query.aggregates) group[alias] = Number(n);
+    for (const { alias } of query.aggregates) setMember(group, alias, Number(n));
     return { ...orderGroups([group], query), seq: Number(seq) };
   }
   const where = withinIndex(ref, index.slot, bounds, source.filterSql(query.filter as NonNullable<AggregateQuery['filter']>));
@@ -175,23 +176,23 @@ function groupOf(source: AggregateSource, query: AggregateQuery, { main, terms, 
   const group: Group = {};
   const json = (text: unknown) => (text === null || text === undefined ? null : canonical(source.jsonOf(text as string)));
   query.groupBy.forEach((field, index) => {
-    group[field] = json(values[index]);
+    setMember(group, field, json(values[index]));
   });
   const count = Number(values[query.groupBy.length]);
   query.aggregates.forEach((aggregate, index) => {
     const piece = values[query.groupBy.length + 1 + index];
     switch (aggregate.op) {
       case 'count':
-        group[aggregate.alias] = count;
+        setMember(group, aggregate.alias, count);
         return;
       case 'count_distinct':
-        group[aggregate.alias] = Number(piece);
+        setMember(group, aggregate.alias, Number(piece));
         return;
       case 'sum':
       case 'avg': {
         const [numbers, sum, high, low] = piece as [number | string, string | null, string | null | undefined, string | null | undefined];
         if (Number(numbers) === 0) {
-          group[aggregate.alias] = null;
+          setMember(group, aggregate.alias, null);
           return;
         }
         const parts = terms.get(index) ?? [];
@@ -200,13 +201,13 @@ function groupOf(source: AggregateSource, query: AggregateQuery, { main, terms, 
           parts.push({ digits: BigInt(high) * 1_000_000_000n + BigInt(low), exponent: 0 });
         const total = exactSum(parts);
         const value = aggregate.op === 'sum' ? total : total / Number(numbers);
-        group[aggregate.alias] = Number.isFinite(value) ? value : null;
+        setMember(group, aggregate.alias, Number.isFinite(value) ? value : null);
         return;
       }
       case 'min':
       case 'max': {
         const text = piece ?? extremes.get(index) ?? null;
-        group[aggregate.alias] = json(text);
+        setMember(group, aggregate.alias, json(text));
         return;
       }
     }
