@@ -15,11 +15,13 @@ import * as rules from '../src/db/engine/sql/rules.ts';
 import { raw } from '../src/db/engine/sql/template.ts';
 import * as postgresCollections from '../src/db/postgres/sql/collections.ts';
 import * as postgresEngine from '../src/db/postgres/sql/engine.ts';
+import * as postgresEvents from '../src/db/postgres/sql/events.ts';
 import * as postgresReads from '../src/db/postgres/sql/reads.ts';
 import * as postgresRows from '../src/db/postgres/sql/rows.ts';
 import { searchSql as postgresSearchSql } from '../src/db/postgres/sql/search.ts';
 import * as sqliteCollections from '../src/db/sqlite/sql/collections.ts';
 import * as sqliteEngine from '../src/db/sqlite/sql/engine.ts';
+import * as sqliteEvents from '../src/db/sqlite/sql/events.ts';
 import * as sqliteReads from '../src/db/sqlite/sql/reads.ts';
 import * as sqliteRows from '../src/db/sqlite/sql/rows.ts';
 import { searchSql as sqliteSearchSql } from '../src/db/sqlite/sql/search.ts';
@@ -32,9 +34,9 @@ type Listing = [name: string, sql: string][];
 /** The statements both dialects run, of every area. */
 const shared = { ...accounts, ...collections, ...events, ...reads, ...rows, ...rules };
 /** SQLite's own statements, of every area. */
-const sqlite = { ...sqliteCollections, ...sqliteEngine, ...sqliteReads, ...sqliteRows };
+const sqlite = { ...sqliteCollections, ...sqliteEngine, ...sqliteEvents, ...sqliteReads, ...sqliteRows };
 /** PostgreSQL's own statements, of every area. */
-const postgres = { ...postgresCollections, ...postgresEngine, ...postgresReads, ...postgresRows };
+const postgres = { ...postgresCollections, ...postgresEngine, ...postgresEvents, ...postgresReads, ...postgresRows };
 
 const directions: Direction[] = ['asc', 'desc'];
 const ranges: KeyRange[] = ['all', 'present', 'missing'];
@@ -74,12 +76,24 @@ const searchListing = (search: SearchSql): Listing => [
   ['searchSql.query (its binding, of two words)', search.query(['17_red'], '17_sho')],
 ];
 
+/** Two events of a change as a dialect's insertEventsSql writes them: an update's, and a delete's that expired. */
+const eventsListing = (events: Pick<typeof sqliteEvents, 'insertEventsSql'>): Listing => {
+  const rows = [
+    { id: 1, json: '{"id":1}', previous: '{"id":1,"a":0}' },
+    { id: 2, json: '{"id":2}' },
+  ];
+  const write = { collectionId: 1, first: 1, at: '2026-01-01T00:00:00.000Z', rows };
+  return [
+    ['insertEventsSql(2 events)', events.insertEventsSql({ ...write, type: 'update' }).sql],
+    ['insertEventsSql(2 events, with a reason)', events.insertEventsSql({ ...write, type: 'delete', reason: 'expired' }).sql],
+  ];
+};
+
 /** The statements both dialects run, with the clause that orders text by code point on the dialect. */
 const sharedListing = (collate: string): Listing => [
   ['advanceSql', shared.advanceSql],
   ['lockAccountSql', shared.lockAccountSql],
   ['createCollectionSql', shared.createCollectionSql],
-  ['insertEventsSql(2)', shared.insertEventsSql(2)],
   ['collectionSql', shared.collectionSql],
   ['deleteRowSql', shared.deleteRowSql],
   ['deleteSortKeysSql', shared.deleteSortKeysSql],
@@ -242,6 +256,7 @@ const aggregateListing = (source: Pick<AggregateSource, 'aggregateSql'>): Listin
 function sqliteListing(): Listing {
   return [
     ...sharedListing(''),
+    ...eventsListing(sqlite),
     ...aggregateListing(sqlite),
     ['rowsSql', sqlite.rowsSql],
     ['patchedRowSql', sqlite.patchedRowSql],
@@ -287,6 +302,7 @@ function sqliteListing(): Listing {
 function postgresListing(): Listing {
   return [
     ...sharedListing(' collate "C"'),
+    ...eventsListing(postgres),
     ...aggregateListing(postgres),
     ['getRowSql', postgres.getRowSql],
     ['advanceReadingRowSql', postgres.advanceReadingRowSql],

@@ -14,9 +14,6 @@ update accounts set id = id where id = ?;
 insert into collections (account_id, name, created_at, row_count)
 select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning id;
 
--- insertEventsSql(2)
-insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
-
 -- collectionSql
 select id, row_count, sorted, ttl_field from collections where account_id = ? and name = ?;
 
@@ -216,6 +213,18 @@ where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, so
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
+
+-- insertEventsSql(2 events)
+insert into events (collection_id, seq, type, row_id, row, previous, at, reason)
+select ?::integer, ?::bigint + e.ord - 1, ?, e.row_id::bigint, e.row, nullif(e.previous, ''), ?, ?
+  from unnest(string_to_array(?::text, ','), string_to_array(?::text, chr(10)), string_to_array(?::text, chr(10)))
+    with ordinality as e(row_id, row, previous, ord);
+
+-- insertEventsSql(2 events, with a reason)
+insert into events (collection_id, seq, type, row_id, row, previous, at, reason)
+select ?::integer, ?::bigint + e.ord - 1, ?, e.row_id::bigint, e.row, nullif(e.previous, ''), ?, ?
+  from unnest(string_to_array(?::text, ','), string_to_array(?::text, chr(10)), string_to_array(?::text, chr(10)))
+    with ordinality as e(row_id, row, previous, ord);
 
 -- aggregateSql(grouped by two fields, every aggregate, filtered)
 with keyed as (select rows.id, doc.j, case when jsonb_typeof((j -> ?::text)) = 'null' then null else (j -> ?::text) end as k0, case when jsonb_typeof((j -> ?::text)) = 'null' then null else (j -> ?::text) end as k1

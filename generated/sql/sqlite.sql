@@ -14,9 +14,6 @@ update accounts set id = id where id = ?;
 insert into collections (account_id, name, created_at, row_count)
 select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning id;
 
--- insertEventsSql(2)
-insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
-
 -- collectionSql
 select id, row_count, sorted, ttl_field from collections where account_id = ? and name = ?;
 
@@ -216,6 +213,12 @@ where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, so
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
+
+-- insertEventsSql(2 events)
+insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
+
+-- insertEventsSql(2 events, with a reason)
+insert into events (collection_id, seq, type, row_id, row, previous, at, reason) values (?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?);
 
 -- aggregateSql(grouped by two fields, every aggregate, filtered)
 with keyed as (select id, data, json_array(case json_type(data, ?)

@@ -101,6 +101,38 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
     });
   });
 
+  describe('a change of many rows', () => {
+    it('numbers its events in order, each with its row as written, and an update its row before', async () => {
+      // More events than one statement writes (db/events/events.ts, EVENTS_PER_STATEMENT), each text
+      // with the characters a list of texts could be split or cut at.
+      const text = (n: number) => `line\nnext, "quoted" \\ back\ttab \u2028 \u{1f600} é ${n}`;
+      const written = range(1, 1100).map((n) => ({ n, text: text(n) }));
+      const rows = '/v1/collections/many/rows';
+      expect((await client.post('/v1/collections', { name: 'many' })).status).to.equal(201);
+      for (const part of [written.slice(0, 1000), written.slice(1000)]) expect((await client.post(rows, part)).status).to.equal(201);
+      const all = encodeURIComponent(JSON.stringify({ n: { $gte: 1 } }));
+      const patched = await client.patch(`${rows}?filter=${all}`, { seen: true });
+      expect(patched.status, patched.text).to.equal(200);
+      expect((await client.delete(`${rows}?filter=${all}`)).status).to.equal(200);
+
+      const messages = await pageAll(client, 'many', { limit: 1000 });
+      expect(seqs(messages)).to.deep.equal(range(1, 3300));
+      const asWritten = written.map((row, index) => ({ id: index + 1, ...row }));
+      const seen = asWritten.map((row) => ({ ...row, seen: true }));
+      const expected = [
+        ...asWritten.map((row) => ({ type: 'insert', row })),
+        ...seen.map((row, index) => ({ type: 'update', row, previous: asWritten[index] })),
+        ...seen.map((row) => ({ type: 'delete', row })),
+      ];
+      const events = messages.map((message) =>
+        'row' in message
+          ? { type: message.type, row: message.row, previous: 'previous' in message ? message.previous : undefined }
+          : message,
+      );
+      expect(events).to.deep.equal(expected.map((event) => ({ previous: undefined, ...event })));
+    });
+  });
+
   describe('held to rules, with a publishable key and an end user', () => {
     it('pages and streams what the feed sends the same end user: their rows, without the hidden fields', async () => {
       const mine = { owner: { $auth: 'sub' } };

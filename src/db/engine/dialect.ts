@@ -139,6 +139,22 @@ export interface Dialect {
   rowIdsSql(collectionId: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
   /** rowIdsSql of the rows' sort keys, as a condition on `sort_keys` that needs no other, through its primary key. */
   keyRowIdsSql(collectionId: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
+  /** The statement that writes the events of one change (../events/events.ts, appendEvents): the dialect's sql/events.ts. */
+  insertEventsSql(events: EventsWrite): { sql: string; params: SqlValue[] };
+}
+
+/**
+ * The events of one change as one statement writes them: of the collection `collectionId`, one of each
+ * of `rows` in their order, numbered from `first`, each of `type` (EventType), at `at`, with `reason`
+ * (EventReason) when given.
+ */
+export interface EventsWrite {
+  collectionId: number;
+  first: number;
+  type: string;
+  at: string;
+  rows: readonly EventRow[];
+  reason?: string;
 }
 
 /**

@@ -1,15 +1,8 @@
 // The events table: each row change's event, read in order by the feed and the changes over HTTP.
 import { collectionNotFound } from '../../errors.ts';
 import type { EventRow, Row } from '../../rows.ts';
-import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import {
-  boundedEventsSql,
-  eventsSql,
-  feedStartSql,
-  insertEventsSql,
-  insertEventsWithReasonSql,
-  latestSeqSql,
-} from '../engine/sql/events.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { boundedEventsSql, eventsSql, feedStartSql, latestSeqSql } from '../engine/sql/events.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
 
@@ -86,19 +79,15 @@ export async function appendEvents(
 ): Promise<void> {
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
-  const values = rows.map((row, index) => {
-    const event = [collectionId, first + index, type, row.id, row.json, row.previous ?? null, at];
-    return reason ? [...event, reason] : event;
-  });
-  const statement = reason ? insertEventsWithReasonSql : insertEventsSql;
-  for (let start = 0; start < values.length; start += EVENTS_PER_STATEMENT) {
-    const chunk = values.slice(start, start + EVENTS_PER_STATEMENT);
-    await db.run(trx, statement(chunk.length), chunk.flat() as SqlValue[]);
+  for (let start = 0; start < rows.length; start += EVENTS_PER_STATEMENT) {
+    const chunk = rows.slice(start, start + EVENTS_PER_STATEMENT);
+    const { sql, params } = db.insertEventsSql({ collectionId, first: first + start, type, at, rows: chunk, reason });
+    await db.run(trx, sql, params);
   }
   await db.announce(trx, collectionId);
 }
 
-/** SQLite's default limit on bound variables per statement is 32766: seven or eight an event, well under it. */
+/** Events a statement writes at most: on SQLite seven or eight bound values each, well under its limit of 32,766. */
 const EVENTS_PER_STATEMENT = 1000;
 
 /** Where a feed of the account's collection `name` can start. */

@@ -21,6 +21,7 @@ import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { carryTextsSql, POSTGRES_KEY_CHARS, uniqueKeySql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
+import { insertEventsSql } from './sql/events.ts';
 import { holdSweptSql, refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
@@ -105,6 +106,7 @@ export async function openPostgres(
     keyBoundsSql,
     rowIdsSql,
     keyRowIdsSql,
+    insertEventsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.
     async holdOnce(trx, accountId, key) {

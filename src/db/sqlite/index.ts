@@ -23,6 +23,7 @@ import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { carryTextsSql, uniqueFillsProcedure, uniqueKeySql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
+import { insertEventsSql } from './sql/events.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
@@ -97,6 +98,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     keyBoundsSql,
     rowIdsSql,
     keyRowIdsSql,
+    insertEventsSql,
     isUniqueViolation,
     isDeadlock,
     // One writer at a time: a request of another process with the same key waits for this one's commit,

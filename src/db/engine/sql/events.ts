@@ -1,12 +1,5 @@
-// The SQL of events both dialects run: writing a change's events, the feed's reads, and retention.
-/** The events of a change, `n` of them, seven values each: collection, seq, type, row id, row, the row before (or null), time. */
-export const insertEventsSql = (n: number) =>
-  `insert into events (collection_id, seq, type, row_id, row, previous, at) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
-
-/** insertEventsSql() with each event's reason (`'expired'`: ../expiry/sweep.ts), eight values each. */
-export const insertEventsWithReasonSql = (n: number) =>
-  `insert into events (collection_id, seq, type, row_id, row, previous, at, reason) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
-
+// The SQL of events both dialects run: the feed's reads, and retention. How each writes a change's
+// events is its own (Dialect.insertEventsSql: sqlite/sql/events.ts, postgres/sql/events.ts).
 /** Where a feed can start, in one statement, so in one snapshot: the collection, its latest seq, its oldest retained event. */
 export const feedStartSql = `select id, last_seq, (select min(seq) from events where collection_id = collections.id) as oldest
   from collections where account_id = ? and name = ?`;
