@@ -227,6 +227,34 @@ describeEachBackend('relations', (backend) => {
       expect((await rowsOf(posts)).map((row) => row.author_id)).to.deep.equal([null, null, null, null]);
     });
 
+    it('changes only the rows naming the deleted rows, none naming a row between them', async () => {
+      for (const onDelete of ['cascade', 'set_null']) {
+        const people = fresh('people');
+        const posts = fresh('posts');
+        await collection(
+          people,
+          Array.from({ length: 5 }, (_, n) => ({ n: n + 1 })),
+        );
+        // Rows naming the deleted 1 and 5, and the rows between them.
+        const authors = [1, 2, 3, 4, 5, null, 5, 1, 3];
+        await collection(
+          posts,
+          authors.map((author_id) => ({ author_id })),
+        );
+        const declared = await relate(posts, 'author', { field: 'author_id', collection: people, on_delete: onDelete });
+        expect(declared.status, JSON.stringify(declared.body)).to.equal(200);
+        const deleted = await client.delete(`/v1/collections/${people}/rows?${filter({ n: { $in: [1, 5] } })}`);
+        expect(deleted.status, JSON.stringify(deleted.body)).to.equal(200);
+        const left = (await rowsOf(posts)).map((row) => [row.id, row.author_id]);
+        const kept = authors.map((author, index) => [index + 1, author] as const);
+        expect(left, onDelete).to.deep.equal(
+          onDelete === 'cascade'
+            ? kept.filter(([, author]) => author !== 1 && author !== 5)
+            : kept.map(([id, author]) => [id, author === 1 || author === 5 ? null : author]),
+        );
+      }
+    });
+
     it('never leaves a dangling id with 50 writers racing deletes', async () => {
       for (const onDelete of ['restrict', 'cascade', 'set_null']) {
         const people = fresh('people');

@@ -139,6 +139,12 @@ export interface Dialect {
   rowIdsSql(collectionId: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
   /** rowIdsSql of the rows' sort keys, as a condition on `sort_keys` that needs no other, through its primary key. */
   keyRowIdsSql(collectionId: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
+  /**
+   * The rows of the collection whose field of the sort index in `slot` holds one of `ids` as a number (the
+   * rows a relation's field has name those rows), as a condition on `rows` that needs no other: each id's
+   * keys read from the index, then each key's row through the primary key (the dialect's sql/relations.ts).
+   */
+  namingRowsSql(collectionId: number, slot: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
   /** The statement that writes the events of one change (../events/events.ts, appendEvents): the dialect's sql/events.ts. */
   insertEventsSql(events: EventsWrite): { sql: string; params: SqlValue[] };
 }

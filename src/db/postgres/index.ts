@@ -24,7 +24,7 @@ import { CHANNEL, notifySql } from './sql/engine.ts';
 import { insertEventsSql } from './sql/events.ts';
 import { holdSweptSql, refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
+import { existingIdsSql, keyRowIdsSql, namingRowsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { ackStreamsSql, claimStreamsSql } from './sql/webhooks.ts';
@@ -106,6 +106,7 @@ export async function openPostgres(
     keyBoundsSql,
     rowIdsSql,
     keyRowIdsSql,
+    namingRowsSql,
     insertEventsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.

@@ -8,7 +8,6 @@ import { applyPatch, type Patch } from '../../patches/index.ts';
 import { overRowBound, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import type { Sql } from '../engine/sql/template.ts';
 import {
   type ChangedRows,
   changedRows,
@@ -17,6 +16,7 @@ import {
   matchedRows,
   preconditionFailed,
   type RowGuard,
+  type RowMatch,
   rowTooLarge,
   type VersionedRow,
   versionMatches,
@@ -71,7 +71,7 @@ export async function patchRowsIn(
   trx: WriteTx,
   accountId: number,
   collection: string,
-  where: Sql,
+  where: RowMatch,
   patch: Patch,
   max: number,
   guard?: RowGuard,

@@ -99,32 +99,27 @@ const tooManyRows = (max: number) =>
   );
 
 /**
- * The rows of the collection `collectionId` that `match` matches (a filter, or ids), in id order; 400 when there are more
+ * The rows of the collection `collectionId` that `match` matches, in id order; 400 when there are more
  * than `max`. Read inside the change's transaction, after the collection's row is held (advance()), so
  * that no other write of the collection comes between this read and the change.
  */
-export async function matchedRows(
-  db: Dialect,
-  trx: WriteTx,
-  collectionId: number,
-  match: Sql | RowIds,
-  max: number,
-): Promise<MatchedRow[]> {
-  let sql: string;
-  let params: SqlValue[];
-  if ('ids' in match) {
-    const byId = db.rowIdsSql(collectionId, match.ids);
-    sql = matchedByIdSql(byId.sql, match.where?.sql);
-    params = [...byId.params, ...(match.where?.params ?? []), max + 1];
-  } else {
-    sql = matchedRowsSql(match.sql);
-    params = [collectionId, ...match.params, max + 1];
-  }
+export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: number, match: RowMatch, max: number): Promise<MatchedRow[]> {
+  const { sql, params } = matchedSql(db, collectionId, match, max + 1);
   // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
   const rows = await db.run<{ id: number | string; data: string }>(trx, sql, params, true);
   if (rows.length > max) throw tooManyRows(max);
   return rows.map((row) => ({ id: Number(row.id), data: row.data }));
 }
+
+/** The statement of the first `limit` rows of the collection `collectionId` that `match` matches, in id order, each its id and data. */
+export function matchedSql(db: Dialect, collectionId: number, match: RowMatch, limit: number): { sql: string; params: SqlValue[] } {
+  if (!('ids' in match) && !('naming' in match)) return { sql: matchedRowsSql(match.sql), params: [collectionId, ...match.params, limit] };
+  const byId = 'ids' in match ? db.rowIdsSql(collectionId, match.ids) : db.namingRowsSql(collectionId, match.slot, match.naming);
+  return { sql: matchedByIdSql(byId.sql, match.where?.sql), params: [...byId.params, ...(match.where?.params ?? []), limit] };
+}
+
+/** What a change matches: the rows a filter's condition on `rows` holds for, or rows found by ids (RowIds, NamingRows). */
+export type RowMatch = Sql | RowIds | NamingRows;
 
 /**
  * Rows named by their ids, each found through the primary key (the Dialect's rowIdsSql), that still meet
@@ -132,6 +127,17 @@ export async function matchedRows(
  */
 export interface RowIds {
   ids: readonly number[];
+  where?: Sql;
+}
+
+/**
+ * Rows whose field of the sort index in `slot` holds one of the ids `naming` (the rows a relation's field
+ * has name those rows), found through the index and then each through the primary key (the Dialect's
+ * namingRowsSql), that also meet `where`, if given (the relation's filter).
+ */
+interface NamingRows {
+  slot: number;
+  naming: readonly number[];
   where?: Sql;
 }
 

@@ -7,11 +7,10 @@ import type { Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
 import { assignable, type EventRow, eventRow, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
-import type { Dialect, KeyBounds, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
-import { byId, withinIndex } from '../engine/sql/pages.ts';
 import { sortedSql } from '../engine/sql/relations.ts';
-import { deleteKeysByIdSql, deleteRowSql, deleteRowsByIdSql, deleteSortKeysSql, matchedRowsSql } from '../engine/sql/rows.ts';
+import { deleteKeysByIdSql, deleteRowSql, deleteRowsByIdSql, deleteSortKeysSql } from '../engine/sql/rows.ts';
 import type { Sql } from '../engine/sql/template.ts';
 import { appendEvents, type EventReason } from '../events/events.ts';
 import { liveWhere } from '../expiry/live.ts';
@@ -25,10 +24,12 @@ import {
   type Fields,
   type FirstInserted,
   matchedRows,
+  matchedSql,
   noSuchRow,
   preconditionFailed,
   type RowGuard,
   type RowIds,
+  type RowMatch,
   type VersionedRow,
   versionMatches,
   type WriteOptions,
@@ -56,7 +57,7 @@ export interface RowWrites {
     seen?: (row: Fields, before: Fields) => void,
   ): Promise<VersionedRow>;
   /** Patches every row of the collection that `where` matches, as a change by filter does (at most `max`, else 400): a relation's set_null. */
-  patchWhere(collection: string, where: Sql, patch: Patch, max: number): Promise<ChangedRows>;
+  patchWhere(collection: string, where: RowMatch, patch: Patch, max: number): Promise<ChangedRows>;
 }
 
 /** The rows one relation's cascade or set_null changes at most, each delete: past it, nothing of the delete is written. */
@@ -93,38 +94,27 @@ async function holdFollowers(db: Dialect, trx: WriteTx, accountId: number, links
  * what deleting them does in turn), set_null sets their field to null (each with its update event).
  */
 async function followDeletes(db: Dialect, trx: WriteTx, writes: RowWrites, accountId: number, links: RelationLinks, ids: number[]) {
-  const least = Math.min(...ids);
-  const most = Math.max(...ids);
-  const bounds: KeyBounds = {
-    rank: 1,
-    conditions:
-      least === most
-        ? [{ op: '$eq', operand: least }]
-        : [
-            { op: '$gte', operand: least },
-            { op: '$lte', operand: most },
-          ],
-  };
   for (const relation of links.in) {
-    let where = db.filterSql({ kind: 'field', path: [relation.field], op: '$in', operand: ids });
-    // The rows naming them found through the field's sort index (made when the relation was declared): the range of their ids.
+    const where = db.filterSql({ kind: 'field', path: [relation.field], op: '$in', operand: ids });
+    // The rows naming them found through the field's sort index (made when the relation was declared):
+    // each id's keys, each key's row by its id, the filter tested on them alone.
     const [source] = await db.run<{ sorted: string }>(trx, sortedSql, [relation.source]);
     const slot = source ? (JSON.parse(source.sorted) as string[]).indexOf(relation.field) : -1;
-    if (slot >= 0) where = withinIndex(byId(relation.source), slot, db.keyBoundsSql(bounds), where);
+    const match: RowMatch = slot >= 0 ? { slot, naming: ids, where } : where;
     if (relation.onDelete === 'restrict') {
-      const params = [relation.source, ...where.params, 1];
-      const [naming] = await db.run<{ id: number | string }>(trx, matchedRowsSql(where.sql), params, true);
+      const { sql, params } = matchedSql(db, relation.source, match, 1);
+      const [naming] = await db.run<{ id: number | string }>(trx, sql, params, true);
       if (naming) throw restricted(relation, Number(naming.id));
     } else if (relation.onDelete === 'cascade') {
       // Found through the index, then deleted by id through the primary key, a part at a time (the
       // index's keys go with them).
-      const naming = await matchedRows(db, trx, relation.source, where, MAX_FOLLOWING_ROWS);
+      const naming = await matchedRows(db, trx, relation.source, match, MAX_FOLLOWING_ROWS);
       for (let from = 0; from < naming.length; from += IDS_PER_DELETE) {
         const part = naming.slice(from, from + IDS_PER_DELETE).map((row) => row.id);
         await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, { ids: part }, part.length);
       }
     } else {
-      await writes.patchWhere(relation.sourceName, where, { format: 'merge', fields: { [relation.field]: null } }, MAX_FOLLOWING_ROWS);
+      await writes.patchWhere(relation.sourceName, match, { format: 'merge', fields: { [relation.field]: null } }, MAX_FOLLOWING_ROWS);
     }
   }
 }

@@ -26,7 +26,7 @@ import { knexTablesSql } from './sql/engine.ts';
 import { insertEventsSql } from './sql/events.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql, keyRowIdsSql, rowIdsSql } from './sql/relations.ts';
+import { existingIdsSql, keyRowIdsSql, namingRowsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { ackStreamsSql, claimStreamsSql, streamAcksProcedure } from './sql/webhooks.ts';
@@ -98,6 +98,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     keyBoundsSql,
     rowIdsSql,
     keyRowIdsSql,
+    namingRowsSql,
     insertEventsSql,
     isUniqueViolation,
     isDeadlock,

@@ -30,3 +30,20 @@ const byIds = (table: string, column: string) => (collectionId: number, ids: rea
 });
 export const rowIdsSql = byIds('rows', 'id');
 export const keyRowIdsSql = byIds('sort_keys', 'row_id');
+
+/**
+ * The rows of the collection `collectionId` whose key in the sort index in `slot` is one of `ids` as a
+ * number, as a condition on `rows` that needs no other, as byIds() reads them: each id's keys by a probe
+ * of `sort_keys_order` of its own, each key's row by a probe of the primary key: the rows a delete's
+ * relations change (../../rows/writes.ts). Found as a page's filter finds rows, by `rows.id in` the keys
+ * beside the order by id, they were read, under the statistics of a collection just filled, by a plan
+ * that walked the collection's rows by id and read its keys of the index again for each
+ * (docs/performance.md, "A cascade on PostgreSQL: its events as one text, its rows found through the index").
+ */
+export const namingRowsSql = (collectionId: number, slot: number, ids: readonly number[]) => ({
+  sql: `rows.ctid = any(array(select r.ctid from unnest(string_to_array(?::text, ',')::bigint[]) d(id)
+    cross join lateral (select row_id from sort_keys
+      where collection_id = (select ?::integer) and slot = ? and rank = 1 and num = d.id::numeric offset 0) k
+    cross join lateral (select ctid from rows where collection_id = (select ?::integer) and id = k.row_id offset 0) r))`,
+  params: [ids.join(','), collectionId, slot, collectionId],
+});
