@@ -17,6 +17,7 @@ type OwnStep =
   | '0033_postgres_keys_carry_texts'
   | '0034_sqlite_keys_carry_texts'
   | '0035_sqlite_keys_order_uncovered'
+  | '0036_postgres_words_go_with_rows'
   | '0030_sqlite_strings_kept_by_sort_indexes'
   | '0013_sqlite_answers_pruned_oldest_first';
 
@@ -490,6 +491,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   '0033_postgres_keys_carry_texts': schema.own['0033_postgres_keys_carry_texts'] ?? unchanged,
   '0034_sqlite_keys_carry_texts': schema.own['0034_sqlite_keys_carry_texts'] ?? unchanged,
   '0035_sqlite_keys_order_uncovered': schema.own['0035_sqlite_keys_order_uncovered'] ?? unchanged,
+  '0036_postgres_words_go_with_rows': schema.own['0036_postgres_words_go_with_rows'] ?? unchanged,
 });
 
 /** A migration that adds the text column `column` (null in every row) to `table`, and drops it to undo. */

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { type DialectSchema, statements } from '../engine/migrations.ts';
 import { replaceUnprefixedKey } from '../engine/sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
-import { keyColumns, keysCarryTextsSql, keysGoWithRowsSql, uniqueKeySql } from './sql/collections.ts';
+import { keyColumns, keysCarryTextsSql, keysGoWithRowsSql, uniqueKeySql, wordsGoWithRowsSql } from './sql/collections.ts';
 import { dropExpiryFunctionSql, dropExpiryTriggersSql, expiryFunctionSql, expiryTriggersSql } from './sql/expiry.ts';
 import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
 import { searchTables } from './sql/search.ts';
@@ -120,6 +120,9 @@ export const postgresSchema: DialectSchema = {
     // The sort keys of a relation's field carry their rows' texts, which a to-many then reads beside its
     // keys (sql/collections.ts, keysCarryTextsSql; docs/performance.md).
     '0033_postgres_keys_carry_texts': statements(keysCarryTextsSql.up, keysCarryTextsSql.down),
+    // A row's words deleted with it by the same trigger, where a foreign key checked each row's words as
+    // they were written and each row deleted (sql/collections.ts, wordsGoWithRowsSql; docs/performance.md).
+    '0036_postgres_words_go_with_rows': statements(wordsGoWithRowsSql.up, wordsGoWithRowsSql.down),
   },
 };
 

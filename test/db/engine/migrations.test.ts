@@ -324,6 +324,11 @@ async function migratedBefore(backend: 'sqlite' | 'postgres', migration: string)
   return { database, schema, knex };
 }
 
+/** How many foreign keys the PostgreSQL table `table` has (migrations 0029 and 0036). */
+async function foreignKeysOf(knex: Knex, table: string): Promise<number> {
+  return (await knex.raw("select count(*)::int as n from pg_constraint where conrelid = ?::regclass and contype = 'f'", [table])).rows[0].n;
+}
+
 /** Whether the keys' table has the column `carried` (migrations 0033 and 0034). */
 async function carriesTexts(knex: Knex): Promise<boolean> {
   return knex('sort_keys')
@@ -412,8 +417,7 @@ describe('migration 0029_postgres_keys_go_with_rows', () => {
 
   it("drops unique_keys' foreign key to rows, deletes a deleted row's keys by a trigger, and going back keys by the foreign key again", async () => {
     const { database, knex } = await migratedBefore('postgres', '0029');
-    const foreignKeys = async () =>
-      (await knex.raw("select count(*)::int as n from pg_constraint where conrelid = 'unique_keys'::regclass and contype = 'f'")).rows[0].n;
+    const foreignKeys = () => foreignKeysOf(knex, 'unique_keys');
     try {
       await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
       const { id: accountId } = await knex('accounts').first('id');
@@ -434,6 +438,53 @@ describe('migration 0029_postgres_keys_go_with_rows', () => {
       expect(await foreignKeys()).to.equal(1);
       await knex('rows').where({ collection_id: id, id: 2 }).delete();
       expect((await knex('unique_keys').select('row_id')).map((key: { row_id: string }) => Number(key.row_id))).to.deep.equal([3]);
+    } finally {
+      await knex.destroy();
+      await database.drop();
+    }
+  });
+});
+
+describe('migration 0036_postgres_words_go_with_rows', () => {
+  before(async function () {
+    await skipWithoutPostgres(this);
+  });
+
+  it("drops search_rows' foreign key to rows, deletes a deleted row's words and keys by the trigger, and going back deletes words by the foreign key again", async () => {
+    const { database, knex } = await migratedBefore('postgres', '0036');
+    const foreignKeys = () => foreignKeysOf(knex, 'search_rows');
+    const idsOf = async (table: string, collectionId: number) =>
+      (await knex(table).where({ collection_id: collectionId }).orderBy('row_id').select('row_id')).map((held: { row_id: string }) =>
+        Number(held.row_id),
+      );
+    try {
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
+      const { id: accountId } = await knex('accounts').first('id');
+      // `notes` has words, `people` unique keys, `plain` neither.
+      const ids: Record<string, number> = {};
+      for (const name of ['notes', 'people', 'plain']) {
+        await knex('collections').insert({ account_id: accountId, name, created_at: '2026-01-01T00:00:00.000Z' });
+        ids[name] = (await knex('collections').where({ name }).first('id')).id;
+        await knex('rows').insert([1, 2, 3, 4].map((n) => ({ collection_id: ids[name], id: n, data: '{}', version: n })));
+      }
+      await knex('search_rows').insert([1, 2, 3, 4].map((n) => ({ collection_id: ids.notes, row_id: n, words: `'w${n}':1` })));
+      await knex('unique_keys').insert([1, 2, 3, 4].map((n) => ({ collection_id: ids.people, row_id: n, index_id: 1, key: `k${n}` })));
+      expect(await foreignKeys()).to.equal(1);
+      await knex.migrate.up({ migrationSource: migrationSource(postgresSchema) });
+      expect(await foreignKeys()).to.equal(0);
+      for (const name of ['notes', 'people', 'plain'])
+        await knex('rows').where({ collection_id: ids[name] }).whereIn('id', [1, 2]).delete();
+      expect(await idsOf('search_rows', ids.notes)).to.deep.equal([3, 4]);
+      expect(await idsOf('unique_keys', ids.people)).to.deep.equal([3, 4]);
+      // Rows of several collections in one statement.
+      await knex('rows').where({ id: 3 }).delete();
+      expect([await idsOf('search_rows', ids.notes), await idsOf('unique_keys', ids.people)]).to.deep.equal([[4], [4]]);
+      // Words of no row (none are written so) are deleted going back, which the foreign key would refuse.
+      await knex('search_rows').insert({ collection_id: ids.notes, row_id: 9, words: "'w9':1" });
+      await knex.migrate.down({ migrationSource: migrationSource(postgresSchema) });
+      expect(await foreignKeys()).to.equal(1);
+      await knex('rows').where({ id: 4 }).delete();
+      expect([await idsOf('search_rows', ids.notes), await idsOf('unique_keys', ids.people)]).to.deep.equal([[], []]);
     } finally {
       await knex.destroy();
       await database.drop();

@@ -118,14 +118,17 @@ export const rekeyUniqueSql = `insert into unique_keys (collection_id, row_id, i
  * every delete of rows (one, by filter, a cascade's, the sweeper's, a collection's) deletes their keys
  * once it ends, from the rows it deleted. Each up statement, then each down one.
  */
-export const keysGoWithRowsSql = {
-  up: [
-    'alter table unique_keys drop constraint if exists unique_keys_collection_id_row_id_fkey',
-    `create or replace function rowbase_unkey_deleted_rows() returns trigger language plpgsql as $$
+/** 0029's trigger function: a deleted row's unique keys deleted once its statement ends (keysGoWithRowsSql). */
+const unkeyFunctionSql = `create or replace function rowbase_unkey_deleted_rows() returns trigger language plpgsql as $$
       begin
         delete from unique_keys k using deleted d where k.collection_id = d.collection_id and k.row_id = d.id;
         return null;
-      end $$`,
+      end $$`;
+
+export const keysGoWithRowsSql = {
+  up: [
+    'alter table unique_keys drop constraint if exists unique_keys_collection_id_row_id_fkey',
+    unkeyFunctionSql,
     `create trigger rows_unkeyed after delete on rows referencing old table as deleted
       for each statement execute function rowbase_unkey_deleted_rows()`,
   ],
@@ -134,6 +137,40 @@ export const keysGoWithRowsSql = {
     'drop function if exists rowbase_unkey_deleted_rows()',
     'delete from unique_keys k where not exists (select from rows r where r.collection_id = k.collection_id and r.id = k.row_id)',
     `alter table unique_keys add constraint unique_keys_collection_id_row_id_fkey
+      foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade`,
+  ],
+} as const;
+
+/**
+ * A row's words (search_rows) go with it too, by the same trigger (migration 0036), where a foreign key
+ * from `search_rows` to `rows` checked each row's words as they were written, and ran again for each row
+ * deleted, whatever its collection. The trigger now looks, for each collection the statement deleted rows
+ * of, whether it has unique keys, and words, at all (a probe of each table's primary key), and deletes
+ * only from the tables that hold some. A collection's words are written only by a write that holds its
+ * row (an insert, a patch, a search index's fill), as a delete does: none is written for a row gone.
+ */
+export const wordsGoWithRowsSql = {
+  up: [
+    'alter table search_rows drop constraint if exists search_rows_collection_id_row_id_fkey',
+    `create or replace function rowbase_unkey_deleted_rows() returns trigger language plpgsql as $$
+      declare
+        c integer;
+      begin
+        for c in select distinct collection_id from deleted loop
+          if exists (select from unique_keys where collection_id = c) then
+            delete from unique_keys k using deleted d where k.collection_id = c and d.collection_id = c and k.row_id = d.id;
+          end if;
+          if exists (select from search_rows where collection_id = c) then
+            delete from search_rows s using deleted d where s.collection_id = c and d.collection_id = c and s.row_id = d.id;
+          end if;
+        end loop;
+        return null;
+      end $$`,
+  ],
+  down: [
+    unkeyFunctionSql,
+    'delete from search_rows s where not exists (select from rows r where r.collection_id = s.collection_id and r.id = s.row_id)',
+    `alter table search_rows add constraint search_rows_collection_id_row_id_fkey
       foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade`,
   ],
 } as const;
