@@ -2,6 +2,7 @@
 // the old way.
 import { expect } from 'chai';
 import knexFactory, { type Knex } from 'knex';
+import type { Client as PgClient } from 'pg';
 import { hashKey } from '../../../src/api-keys/hash.ts';
 import { migrationSource } from '../../../src/db/engine/migrations.ts';
 import { replaceUnprefixedKey } from '../../../src/db/engine/sql/collections.ts';
@@ -486,6 +487,66 @@ describe('migration 0036_postgres_words_go_with_rows', () => {
       await knex('rows').where({ id: 4 }).delete();
       expect([await idsOf('search_rows', ids.notes), await idsOf('unique_keys', ids.people)]).to.deep.equal([[], []]);
     } finally {
+      await knex.destroy();
+      await database.drop();
+    }
+  });
+
+  it('finds whether a collection has words and keys through their primary keys, when one other collection holds nearly all of them', async () => {
+    const { database, knex } = await migratedBefore('postgres', '0037');
+    const many = 20_000;
+    // One connection: the trigger's statements keep their plans per connection, generic after the fifth run.
+    const connection = (await knex.client.acquireConnection()) as PgClient;
+    try {
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
+      const { id: accountId } = await knex('accounts').first('id');
+      const ids: Record<string, number> = {};
+      for (const name of ['corpus', 'plain']) {
+        await knex('collections').insert({ account_id: accountId, name, created_at: '2026-01-01T00:00:00.000Z' });
+        ids[name] = (await knex('collections').where({ name }).first('id')).id;
+      }
+      await knex.raw('insert into rows (collection_id, id, data, version) select ?, g, ?, g from generate_series(1, ?) g', [
+        ids.corpus,
+        '{}',
+        many,
+      ]);
+      await knex.raw("insert into search_rows (collection_id, row_id, words) select ?, g, 'w:1' from generate_series(1, ?) g", [
+        ids.corpus,
+        many,
+      ]);
+      await knex.raw(
+        "insert into unique_keys (collection_id, row_id, index_id, key) select ?, g, 1, 'k' || g from generate_series(1, ?) g",
+        [ids.corpus, many],
+      );
+      await knex('rows').insert(
+        Array.from({ length: 10 }, (_, i) => ({ collection_id: ids.plain, id: i + 1, data: '{}', version: i + 1 })),
+      );
+      await knex.raw('analyze search_rows, unique_keys');
+      const scans = async () => {
+        await connection.query('select pg_stat_force_next_flush()');
+        const { rows } = await connection.query(
+          "select relname, seq_scan, idx_scan from pg_stat_user_tables where relname in ('search_rows', 'unique_keys') order by relname",
+        );
+        return rows.map((row: { relname: string; seq_scan: string; idx_scan: string }) => [
+          row.relname,
+          Number(row.seq_scan),
+          Number(row.idx_scan),
+        ]);
+      };
+      const before = await scans();
+      // Each of plain's rows deleted by a statement of its own: the trigger probes both tables each time.
+      for (let id = 1; id <= 10; id++) await connection.query('delete from rows where collection_id = $1 and id = $2', [ids.plain, id]);
+      const after = await scans();
+      expect(after.map(([table, seq]) => [table, seq])).to.deep.equal(before.map(([table, seq]) => [table, seq]));
+      expect(
+        after.map(([table, , index]) => [table, Number(index) >= Number(before.find(([other]) => other === table)?.[2]) + 10]),
+      ).to.deep.equal([
+        ['search_rows', true],
+        ['unique_keys', true],
+      ]);
+      expect(await knex('search_rows').where({ collection_id: ids.corpus }).count({ n: '*' })).to.deep.equal([{ n: String(many) }]);
+    } finally {
+      await knex.client.releaseConnection(connection);
       await knex.destroy();
       await database.drop();
     }

@@ -146,7 +146,10 @@ export const keysGoWithRowsSql = {
  * from `search_rows` to `rows` checked each row's words as they were written, and ran again for each row
  * deleted, whatever its collection. The trigger now looks, for each collection the statement deleted rows
  * of, whether it has unique keys, and words, at all (a probe of each table's primary key), and deletes
- * only from the tables that hold some. A collection's words are written only by a write that holds its
+ * only from the tables that hold some. Each probe is a first row in the order of the primary key, not an
+ * `exists` (whose order PostgreSQL drops): under the statistics of a table whose rows are nearly all one
+ * collection's, the plan kept for `exists` read the table whole for a collection that has none
+ * (docs/performance.md). A collection's words are written only by a write that holds its
  * row (an insert, a patch, a search index's fill), as a delete does: none is written for a row gone.
  */
 export const wordsGoWithRowsSql = {
@@ -157,10 +160,10 @@ export const wordsGoWithRowsSql = {
         c integer;
       begin
         for c in select distinct collection_id from deleted loop
-          if exists (select from unique_keys where collection_id = c) then
+          if (select true from unique_keys where collection_id = c order by collection_id, row_id, index_id limit 1) then
             delete from unique_keys k using deleted d where k.collection_id = c and d.collection_id = c and k.row_id = d.id;
           end if;
-          if exists (select from search_rows where collection_id = c) then
+          if (select true from search_rows where collection_id = c order by collection_id, row_id limit 1) then
             delete from search_rows s using deleted d where s.collection_id = c and d.collection_id = c and s.row_id = d.id;
           end if;
         end loop;
