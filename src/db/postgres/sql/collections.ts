@@ -144,13 +144,16 @@ export const keysGoWithRowsSql = {
 /**
  * A row's words (search_rows) go with it too, by the same trigger (migration 0036), where a foreign key
  * from `search_rows` to `rows` checked each row's words as they were written, and ran again for each row
- * deleted, whatever its collection. The trigger now looks, for each collection the statement deleted rows
- * of, whether it has unique keys, and words, at all (a probe of each table's primary key), and deletes
- * only from the tables that hold some. Each probe is a first row in the order of the primary key, not an
- * `exists` (whose order PostgreSQL drops): under the statistics of a table whose rows are nearly all one
- * collection's, the plan kept for `exists` read the table whole for a collection that has none
- * (docs/performance.md). A collection's words are written only by a write that holds its
- * row (an insert, a patch, a search index's fill), as a delete does: none is written for a row gone.
+ * deleted, whatever its collection. The trigger now reads, for each collection the statement deleted rows
+ * of, whether it has unique indexes (`uniques`) and a search index (`search`), by the collection's row,
+ * and deletes only from the tables that can hold some of its rows: a collection's keys are written only
+ * while `uniques` lists their index, and its words only while `search` is set (each index's drop takes
+ * them away in the transaction that unlists it; a collection's deletion deletes them before its rows),
+ * and every write of them holds the collection's row, as a delete does. With no row of the collection
+ * (none is deleted so), both are deleted. A probe of `unique_keys` and `search_rows` themselves for a
+ * row of the collection read the whole table under the statistics of a table whose rows are nearly all
+ * one collection's, and walks the index entries of rows deleted before until a vacuum
+ * (docs/performance.md).
  */
 export const wordsGoWithRowsSql = {
   up: [
@@ -158,12 +161,15 @@ export const wordsGoWithRowsSql = {
     `create or replace function rowbase_unkey_deleted_rows() returns trigger language plpgsql as $$
       declare
         c integer;
+        keyed boolean;
+        worded boolean;
       begin
         for c in select distinct collection_id from deleted loop
-          if (select true from unique_keys where collection_id = c order by collection_id, row_id, index_id limit 1) then
+          select uniques <> '[]', search is not null into keyed, worded from collections where id = c;
+          if keyed is not false then
             delete from unique_keys k using deleted d where k.collection_id = c and d.collection_id = c and k.row_id = d.id;
           end if;
-          if (select true from search_rows where collection_id = c order by collection_id, row_id limit 1) then
+          if worded is not false then
             delete from search_rows s using deleted d where s.collection_id = c and d.collection_id = c and s.row_id = d.id;
           end if;
         end loop;
