@@ -330,6 +330,22 @@ async function foreignKeysOf(knex: Knex, table: string): Promise<number> {
   return (await knex.raw("select count(*)::int as n from pg_constraint where conrelid = ?::regclass and contype = 'f'", [table])).rows[0].n;
 }
 
+/**
+ * The account `old` and its collections named by `indexes`, each row with the columns given (`search`,
+ * `uniques`: the indexes a collection has), as a migration finds them: their ids by name.
+ */
+async function oldCollections(knex: Knex, indexes: Record<string, object>): Promise<Record<string, number>> {
+  const at = '2026-01-01T00:00:00.000Z';
+  await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+  const { id: accountId } = await knex('accounts').first('id');
+  const ids: Record<string, number> = {};
+  for (const [name, columns] of Object.entries(indexes)) {
+    await knex('collections').insert({ account_id: accountId, name, created_at: at, ...columns });
+    ids[name] = (await knex('collections').where({ name }).first('id')).id;
+  }
+  return ids;
+}
+
 /** Whether the keys' table has the column `carried` (migrations 0033 and 0034). */
 async function carriesTexts(knex: Knex): Promise<boolean> {
   return knex('sort_keys')
@@ -459,15 +475,10 @@ describe('migration 0036_postgres_words_go_with_rows', () => {
         Number(held.row_id),
       );
     try {
-      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
-      const { id: accountId } = await knex('accounts').first('id');
       // `notes` has words (a search index), `people` unique keys (a unique index), `plain` neither.
-      const ids: Record<string, number> = {};
-      const indexes: Record<string, object> = { notes: { search: '["title"]' }, people: { uniques: '[[1,["email"]]]' }, plain: {} };
-      for (const name of ['notes', 'people', 'plain']) {
-        await knex('collections').insert({ account_id: accountId, name, created_at: '2026-01-01T00:00:00.000Z', ...indexes[name] });
-        ids[name] = (await knex('collections').where({ name }).first('id')).id;
-        await knex('rows').insert([1, 2, 3, 4].map((n) => ({ collection_id: ids[name], id: n, data: '{}', version: n })));
+      const ids = await oldCollections(knex, { notes: { search: '["title"]' }, people: { uniques: '[[1,["email"]]]' }, plain: {} });
+      for (const id of Object.values(ids)) {
+        await knex('rows').insert([1, 2, 3, 4].map((n) => ({ collection_id: id, id: n, data: '{}', version: n })));
       }
       await knex('search_rows').insert([1, 2, 3, 4].map((n) => ({ collection_id: ids.notes, row_id: n, words: `'w${n}':1` })));
       await knex('unique_keys').insert([1, 2, 3, 4].map((n) => ({ collection_id: ids.people, row_id: n, index_id: 1, key: `k${n}` })));
@@ -499,14 +510,7 @@ describe('migration 0036_postgres_words_go_with_rows', () => {
     // One connection: the trigger's statements keep their plans per connection, generic after the fifth run.
     const connection = (await knex.client.acquireConnection()) as PgClient;
     try {
-      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
-      const { id: accountId } = await knex('accounts').first('id');
-      const ids: Record<string, number> = {};
-      const indexes: Record<string, object> = { corpus: { search: '["title"]', uniques: '[[1,["email"]]]' }, plain: {} };
-      for (const name of ['corpus', 'plain']) {
-        await knex('collections').insert({ account_id: accountId, name, created_at: '2026-01-01T00:00:00.000Z', ...indexes[name] });
-        ids[name] = (await knex('collections').where({ name }).first('id')).id;
-      }
+      const ids = await oldCollections(knex, { corpus: { search: '["title"]', uniques: '[[1,["email"]]]' }, plain: {} });
       await knex.raw('insert into rows (collection_id, id, data, version) select ?, g, ?, g from generate_series(1, ?) g', [
         ids.corpus,
         '{}',
@@ -536,7 +540,7 @@ describe('migration 0036_postgres_words_go_with_rows', () => {
         ]);
       };
       const before = await scans();
-      // Each of plain's rows deleted by a statement of its own, then the corpus's first rows, deleted before by one.
+      // The corpus's first thousand rows deleted by one statement, then each of plain's by a statement of its own.
       await connection.query('delete from rows where collection_id = $1 and id <= 1000', [ids.corpus]);
       const afterCorpus = await scans();
       for (let id = 1; id <= 10; id++) await connection.query('delete from rows where collection_id = $1 and id = $2', [ids.plain, id]);

@@ -7,7 +7,7 @@ import type { EventsWrite, SqlValue } from '../../engine/dialect.ts';
  * texts and the texts before joined by newlines (no row's JSON text holds one: each is as
  * JSON.stringify writes it), a row with none before an empty text, as unnest() pads the shorter list.
  * A VALUES row an event made a text for each number of events, each parsed and planned again on each
- * connection.
+ * connection (docs/performance.md, "A cascade on PostgreSQL: its events as one text").
  */
 export function insertEventsSql({ collectionId, first, type, at, rows, reason }: EventsWrite): { sql: string; params: SqlValue[] } {
   return {
