@@ -859,7 +859,8 @@ export interface paths {
          *     The filter is required: `filter={}` deletes every row (the collection stays; to delete it too,
          *     `DELETE` the collection). At most 10,000 rows a request, as for `PATCH` by filter
          *     (`ROWBASE_MAX_ROWS_BY_FILTER`): past it `400 validation_failed`, its error naming `filter`, and
-         *     nothing is deleted.
+         *     nothing is deleted. The rows are found as for `PATCH` by filter: through a sort index where the
+         *     filter has a field with one (docs/api.md, "Filters and indexes").
          */
         delete: operations["deleteRows"];
         options?: never;
@@ -887,7 +888,10 @@ export interface paths {
          *     narrow it (by ranges of `id`, say) and send each part. A row the patch would make weigh more than
          *     15 MiB is `413`, and nothing of the request is stored. `If-Match` does not apply (name the rows'
          *     `id` in the filter instead); the rows matched are read in the transaction that changes them, so
-         *     no other write of the collection comes between.
+         *     no other write of the collection comes between. They are found as a page's are: through a sort
+         *     index of a field the filter's top level holds an equality, a range, a prefix or an `$in` on, when
+         *     the collection has one (declared, or made by pages), else by testing every row (docs/api.md,
+         *     "Filters and indexes").
          *
          *     When the collection has a schema, every row as patched must match it, else `422 row_invalid`,
          *     whose `errors` name each failing row by its `id`, and nothing is written.

@@ -287,11 +287,13 @@ with texts as materialized (
   select (x.value ->> 0)::bigint as id, x.value ->> 1 as data, x.ordinality from json_array_elements(?::json) with ordinality x
 ), carried as (
   update sort_keys k set carried = case when octet_length(t.data) <= 2000 then t.data end
-    from texts t where k.collection_id = ?::integer and k.row_id = t.id and k.carried is not null
+    from texts t where k.row_id = t.id and k.ctid = any(array(select p.ctid from texts d cross join lateral (select ctid
+      from sort_keys where collection_id = (select ?::integer) and row_id = d.id and carried is not null offset 0) p))
 )
 update rows set data = t.data, version = ?::bigint + t.ordinality, expires_at = rowbase_expiry_of(t.data, c.ttl_field)
 from texts t, collections c
-where rows.collection_id = ? and c.id = rows.collection_id and rows.id = t.id;
+where rows.id = t.id and c.id = rows.collection_id and rows.ctid = any(array(select p.ctid from texts d cross join lateral (select ctid
+      from rows where collection_id = (select ?::integer) and id = d.id offset 0) p));
 
 -- notifySql
 select pg_notify(?, ?);

@@ -185,6 +185,56 @@ describeEachBackend('filters through sort indexes', (backend) => {
     });
   }
 
+  /** A new collection of `rows` with an index of each of v, w and n: each filter on one is read through its range. */
+  async function indexedCollection(name: string): Promise<Row[]> {
+    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    for (const field of ['v', 'w', 'n'])
+      expect((await client.post(`/v1/collections/${name}/indexes`, { fields: [field] })).status).to.equal(201);
+    const created = (await client.post<Row[]>(`/v1/collections/${name}/rows`, rows)).body;
+    expect(await sortedOf(name)).to.have.members(['v', 'w', 'n']);
+    return created;
+  }
+  const byFilter = (name: string, sent: object, more = '') =>
+    `/v1/collections/${name}/rows?filter=${encodeURIComponent(JSON.stringify(sent))}${more}`;
+
+  // A change by filter reads the rows of the range as a page does (src/db/rows/rows.ts, matchedSql).
+  it('changes by filter exactly the rows a random filter on indexed fields keeps, and no other', async () => {
+    const created = await indexedCollection('changed');
+    const last = new Map<number, number>();
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(filter, async (sent) => {
+        run++;
+        const expected = created.filter((row) => matches(parseFilter(sent), row)).map((row) => row.id);
+        const response = await client.patch<{ count: number; rows: Row[] }>(byFilter('changed', sent, '&return=rows'), { t: run });
+        expect(response.status, response.text).to.equal(200);
+        expect(response.body.count).to.equal(expected.length);
+        expect(response.body.rows.map((row) => [row.id, row.t])).to.deep.equal(expected.map((id) => [id, run]));
+        for (const id of expected) last.set(id, run);
+      }),
+      { numRuns: 150 },
+    );
+    const now = (await client.get<Row[]>('/v1/collections/changed/rows?limit=1000')).body;
+    expect(now.map((row) => [row.id, row.t])).to.deep.equal(created.map((row) => [row.id, last.get(row.id)]));
+  });
+
+  it('deletes by filter exactly the rows a random filter on indexed fields keeps, and no other', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(filter, async (sent) => {
+        const name = `deleted${++run}`;
+        const created = await indexedCollection(name);
+        const kept = created.filter((row) => !matches(parseFilter(sent), row)).map((row) => row.id);
+        const response = await client.delete<{ count: number }>(byFilter(name, sent));
+        expect(response.status, response.text).to.equal(200);
+        expect(response.body.count).to.equal(created.length - kept.length);
+        const left = (await client.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body;
+        expect(left.map((row) => row.id)).to.deep.equal(kept);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
   it('reads the collection again by name when the one whose index it remembered is gone', async () => {
     await client.post('/v1/collections', { name: 'again' });
     await client.post('/v1/collections/again/rows', [{ w: 'a' }, { w: 'b' }]);

@@ -145,6 +145,12 @@ export interface Dialect {
    * keys read from the index, then each key's row through the primary key (the dialect's sql/relations.ts).
    */
   namingRowsSql(collectionId: number, slot: number, ids: readonly number[]): { sql: string; params: SqlValue[] };
+  /**
+   * The rows of the collection whose keys in the sort index in `slot` are within `bounds` (keyBoundsSql), as a
+   * condition on `rows` that needs no other: the keys read from the index, then each key's row through the
+   * primary key (the dialect's sql/rows.ts). The rows a change by filter tests.
+   */
+  rangeRowsSql(collectionId: number, slot: number, bounds: { sql: string; params: SqlValue[] }): { sql: string; params: SqlValue[] };
   /** The statement that writes the events of one change (../events/events.ts, appendEvents): the dialect's sql/events.ts. */
   insertEventsSql(events: EventsWrite): { sql: string; params: SqlValue[] };
 }

@@ -15,8 +15,8 @@ import { byId, byName, type CollectionRef, withinIndex } from '../engine/sql/pag
 import { keyCountSql } from '../engine/sql/reads.ts';
 import type { Sql } from '../engine/sql/template.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { indexedFields } from './filter-indexes.ts';
-import { type InIndex, inIndex, lookUpIndex } from './pages.ts';
+import { type InIndex, indexedFields, inIndex } from './filter-indexes.ts';
+import { lookUpIndex } from './pages.ts';
 
 /**
  * A row of an aggregate's statement; `k` names its group (the same text in every part of one group), `v`

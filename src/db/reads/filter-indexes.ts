@@ -15,6 +15,7 @@
 // it keeps on the whole collection.
 import type { FieldCondition, Filter } from '../../query/filter.ts';
 import type { KeyBounds, KeyValue, ValueCondition } from '../engine/dialect.ts';
+import type { SortedEntry } from '../engine/sorted.ts';
 
 /** Whether the range holds one value only (an equality): its keys then come in the order of their rows' ids. */
 export const oneValue = ({ conditions }: KeyBounds) =>
@@ -76,4 +77,16 @@ export function indexedFields(filter: Filter): IndexedField[] {
   const fields = [...found].map(([field, bounds]) => ({ field, bounds, whole: bounds.conditions.length === top.length }));
   const equal = ({ bounds }: IndexedField) => oneValue(bounds);
   return [...fields.filter(equal), ...fields.filter((field) => !equal(field))];
+}
+
+/** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
+export type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
+
+/** The first of `fields` the collection has a sort index of, and its slot. */
+export function inIndex(sorted: readonly SortedEntry[], fields: readonly IndexedField[]): InIndex | undefined {
+  for (const { field, bounds, whole } of fields) {
+    const slot = sorted.indexOf(field);
+    if (slot >= 0) return { field, slot, bounds, whole };
+  }
+  return undefined;
 }

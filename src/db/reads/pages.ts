@@ -9,7 +9,6 @@ import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/
 import type { Relevance } from '../../query/select.ts';
 import { EXPANDED, type Json, type JsonBytes, type Row } from '../../rows.ts';
 import type { KnownCollection } from '../collections/sort-indexes.ts';
-import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { pairSlot, type SortedEntry } from '../engine/sorted.ts';
 import { byId, byName, type CollectionRef, type KeyRange, type LivePage, withinIndex } from '../engine/sql/pages.ts';
@@ -18,7 +17,7 @@ import type { JoinedRelation } from '../engine/sql/related.ts';
 import { raw, type Sql, type Template, template } from '../engine/sql/template.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { type IndexedField, indexedFields, oneValue } from './filter-indexes.ts';
+import { type IndexedField, type InIndex, indexedFields, inIndex, oneValue } from './filter-indexes.ts';
 
 /**
  * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
@@ -397,24 +396,12 @@ async function isLarge(source: PageSource, collectionId: number, index: InIndex,
   return Number(n) >= large;
 }
 
-/** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
-export type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
-
 /**
  * Whether the range of `index` holds exactly the rows the filter keeps, none to test: the whole filter is
  * its conditions, and its keys hold their values whole (a string's key may be cut: `wholeStringKeys`).
  */
 export const keepsExactly = (source: Pick<PageSource, 'wholeStringKeys'>, index: InIndex) =>
   index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
-
-/** The first of `fields` the collection has a sort index of, and its slot. */
-export function inIndex(sorted: readonly SortedEntry[], fields: IndexedField[]): InIndex | undefined {
-  for (const { field, bounds, whole } of fields) {
-    const slot = sorted.indexOf(field);
-    if (slot >= 0) return { field, slot, bounds, whole };
-  }
-  return undefined;
-}
 
 /**
  * A page of the rows that match the page's filter, after its cursor's place, in its order of one key

@@ -16,8 +16,8 @@ import type { SortedEntry } from '../engine/sorted.ts';
 import { liveRowSql } from '../engine/sql/expiry.ts';
 import { relationsOfNamedSql } from '../engine/sql/relations.ts';
 import { allOf, raw, type Sql, sql, TRUE } from '../engine/sql/template.ts';
-import { indexedFields, oneValue } from '../reads/filter-indexes.ts';
-import { inIndex, keepsExactly } from '../reads/pages.ts';
+import { indexedFields, inIndex, oneValue } from '../reads/filter-indexes.ts';
+import { keepsExactly } from '../reads/pages.ts';
 import { MAX_RELATED_ROWS, type RelationRow } from './filters.ts';
 import type { RelationLinks } from './links.ts';
 

@@ -14,8 +14,7 @@ import { byId, withinIndex } from '../engine/sql/pages.ts';
 import { relationsOfNamedSql } from '../engine/sql/relations.ts';
 import { matchedRowsSql } from '../engine/sql/rows.ts';
 import { liveWhere } from '../expiry/live.ts';
-import { indexedFields } from '../reads/filter-indexes.ts';
-import { inIndex } from '../reads/pages.ts';
+import { indexedFields, inIndex } from '../reads/filter-indexes.ts';
 import { bindSearch } from '../search/indexes.ts';
 
 /** The related rows one condition may find at most: past it, a 400 asks for a narrower filter. */

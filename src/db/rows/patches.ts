@@ -77,8 +77,8 @@ export async function patchRowsIn(
   guard?: RowGuard,
   matched?: (rows: MatchedRow[]) => void,
 ): Promise<ChangedRows> {
-  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-  const rows = await matchedRows(db, trx, id, where, max);
+  const { id, schemaId, sorted } = await advance(db, trx, accountId, collection, 0);
+  const rows = await matchedRows(db, trx, id, where, max, sorted);
   matched?.(rows);
   if (rows.length === 0) return changedRows([]);
   const unread = schemaId === 0 && !guard ? db.rows.patchByPath?.(trx, accountId, collection, rows, patch) : undefined;

@@ -6,8 +6,10 @@ import { type Json, MAX_PAGE_BYTES, MAX_ROW_BYTES, type Row, rowJson, versionOf 
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { Fields, FirstInserted, MatchedRow } from '../engine/port.ts';
+import type { SortedEntry } from '../engine/sorted.ts';
 import { matchedByIdSql, matchedRowsSql } from '../engine/sql/rows.ts';
 import type { Sql } from '../engine/sql/template.ts';
+import { type IndexedField, inIndex } from '../reads/filter-indexes.ts';
 
 export type { Fields, FirstInserted, MatchedRow, VersionedRow } from '../engine/port.ts';
 
@@ -101,25 +103,67 @@ const tooManyRows = (max: number) =>
 /**
  * The rows of the collection `collectionId` that `match` matches, in id order; 400 when there are more
  * than `max`. Read inside the change's transaction, after the collection's row is held (advance()), so
- * that no other write of the collection comes between this read and the change.
+ * that no other write of the collection comes between this read and the change; `sorted`, the fields of
+ * its sort indexes as that row lists them, through which a filter's rows are found (FilterMatch).
  */
-export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: number, match: RowMatch, max: number): Promise<MatchedRow[]> {
-  const { sql, params } = matchedSql(db, collectionId, match, max + 1);
+export async function matchedRows(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  match: RowMatch,
+  max: number,
+  sorted: readonly SortedEntry[] = [],
+): Promise<MatchedRow[]> {
+  const { sql, params } = matchedSql(db, collectionId, match, max + 1, sorted);
   // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
   const rows = await db.run<{ id: number | string; data: string }>(trx, sql, params, true);
   if (rows.length > max) throw tooManyRows(max);
   return rows.map((row) => ({ id: Number(row.id), data: row.data }));
 }
 
-/** The statement of the first `limit` rows of the collection `collectionId` that `match` matches, in id order, each its id and data. */
-export function matchedSql(db: Dialect, collectionId: number, match: RowMatch, limit: number): { sql: string; params: SqlValue[] } {
-  if (!('ids' in match) && !('naming' in match)) return { sql: matchedRowsSql(match.sql), params: [collectionId, ...match.params, limit] };
-  const byId = 'ids' in match ? db.rowIdsSql(collectionId, match.ids) : db.namingRowsSql(collectionId, match.slot, match.naming);
-  return { sql: matchedByIdSql(byId.sql, match.where?.sql), params: [...byId.params, ...(match.where?.params ?? []), limit] };
+/**
+ * The statement of the first `limit` rows of the collection `collectionId` that `match` matches, in id
+ * order, each its id and data; a filter's rows (FilterMatch) found through the first sort index of
+ * `sorted` that one of its fields has, else by testing every row of the collection.
+ */
+export function matchedSql(
+  db: Dialect,
+  collectionId: number,
+  match: RowMatch,
+  limit: number,
+  sorted: readonly SortedEntry[] = [],
+): { sql: string; params: SqlValue[] } {
+  const testing = (where: Sql) => ({ sql: matchedRowsSql(where.sql), params: [collectionId, ...where.params, limit] });
+  const found = (byId: Sql, where?: Sql) => ({
+    sql: matchedByIdSql(byId.sql, where?.sql),
+    params: [...byId.params, ...(where?.params ?? []), limit],
+  });
+  if ('fields' in match) {
+    const index = inIndex(sorted, match.fields);
+    if (!index) return testing(match.where);
+    return found(db.rangeRowsSql(collectionId, index.slot, db.keyBoundsSql(index.bounds)), match.where);
+  }
+  if ('ids' in match) return found(db.rowIdsSql(collectionId, match.ids), match.where);
+  if ('naming' in match) return found(db.namingRowsSql(collectionId, match.slot, match.naming), match.where);
+  return testing(match);
 }
 
-/** What a change matches: the rows a filter's condition on `rows` holds for, or rows found by ids (RowIds, NamingRows). */
-export type RowMatch = Sql | RowIds | NamingRows;
+/**
+ * What a change matches: the rows a condition on `rows` holds for, a filter's (FilterMatch), or rows found
+ * by ids (RowIds, NamingRows).
+ */
+export type RowMatch = Sql | FilterMatch | RowIds | NamingRows;
+
+/**
+ * The rows a change by filter matches: `where`, its condition on `rows` (the filter's, and that they live),
+ * and the fields of its top level an index's range could find them by (indexedFields): read through
+ * the first of them the collection has a sort index of, each row of the range then tested, as a page
+ * reads them (docs/api.md, "Filters and indexes").
+ */
+export interface FilterMatch {
+  where: Sql;
+  fields: readonly IndexedField[];
+}
 
 /**
  * Rows named by their ids, each found through the primary key (the Dialect's rowIdsSql), that still meet

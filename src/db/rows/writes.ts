@@ -14,6 +14,7 @@ import { deleteKeysByIdSql, deleteRowSql, deleteRowsByIdSql, deleteSortKeysSql }
 import type { Sql } from '../engine/sql/template.ts';
 import { appendEvents, type EventReason } from '../events/events.ts';
 import { liveWhere } from '../expiry/live.ts';
+import { indexedFields } from '../reads/filter-indexes.ts';
 import type { RelationLinks, StoredRelation } from '../relations/links.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
@@ -22,6 +23,7 @@ import {
   type ChangedRows,
   changedRows,
   type Fields,
+  type FilterMatch,
   type FirstInserted,
   matchedRows,
   matchedSql,
@@ -161,20 +163,20 @@ export async function deleteRowsIn(
   writes: RowWrites,
   accountId: number,
   collection: string,
-  match: Sql | RowIds,
+  match: Sql | FilterMatch | RowIds,
   max: number,
   options?: WriteOptions<ChangedRows>,
   reason?: EventReason,
 ): Promise<ChangedRows> {
   if (options?.once) await beginOnce(db, trx, accountId, options.once);
   // The collection's row first, held until commit: no write of the collection comes between the match and the delete.
-  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-  const matched = await matchedRows(db, trx, id, match, max);
+  const { id, schemaId, sorted } = await advance(db, trx, accountId, collection, 0);
+  const matched = await matchedRows(db, trx, id, match, max, sorted);
   let rows: EventRow[] = [];
   if (matched.length > 0) {
     const links = await db.schemas.links(readIn(db, trx), schemaId);
     if (links) await holdFollowers(db, trx, accountId, links, new Set([id]));
-    const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
+    const { lastSeq } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
     // Deleted by the ids matched, each through the primary keys, not by the filter again: the collection
     // is held, so they are the rows it matches, and a filter read twice in one statement is a plan the
     // database may get wrong (docs/expiry.md, "Deleted within seconds").
@@ -230,10 +232,12 @@ export async function deleteRowsWhere(
 }
 
 /**
- * The condition of a change by filter (deleteRowsWhere(), updateRowsWhere() of updates.ts): the rows that
- * live and that `filter` matches, its search bound to the collection's index.
+ * What a change by filter matches (deleteRowsWhere(), updateRowsWhere() of updates.ts): the rows that live
+ * and that `filter` matches, its search bound to the collection's index, found through a sort index where
+ * one of its fields has one.
  */
-export async function liveFilterWhere(db: PagedDialect, accountId: number, collection: string, filter: Filter): Promise<Sql> {
+export async function liveFilterWhere(db: PagedDialect, accountId: number, collection: string, filter: Filter): Promise<FilterMatch> {
   const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
-  return liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
+  const bound = await bindSearch(read, accountId, collection, filter);
+  return { where: liveWhere(db.pages.filterSql(bound)), fields: indexedFields(bound) };
 }

@@ -3,6 +3,7 @@
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
 import { isRelatedField } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
+import type { Sql } from '../../engine/sql/template.ts';
 import { document, jsonbOf } from '../jsonb.ts';
 import { carriedText, carriedUpdate, keyColumns, parsedUniqueKey, prefixColumn } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
@@ -32,17 +33,23 @@ export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as 
  * Sets the texts of many rows (a change by filter), and the texts their keys carry (./collections.ts,
  * carriedUpdate): `?` a JSON array of `[id, text]`, `?` the collection's id, `?` the seq before the
  * first of their update events, each row's version that seq plus its place, and `?` the collection's id
- * again; each row's expiry by the collection's time to live (./expiry.ts).
+ * again; each row's expiry by the collection's time to live (./expiry.ts). Each row, and each row's keys,
+ * found by a probe of the primary key of its own, as ./relations.ts's byIds() finds them: by the
+ * collection's id beside the rows' ids, the plan kept for the statement read every row or every key of
+ * the collection, under the statistics of a collection just filled (docs/performance.md, "Changes by
+ * filter through an index").
  */
 export const updateRowsSql = `with texts as materialized (
     select (x.value ->> 0)::bigint as id, x.value ->> 1 as data, x.ordinality from json_array_elements(?::json) with ordinality x
   ), carried as (
     update sort_keys k set carried = ${carriedUpdate('t.data')}
-      from texts t where k.collection_id = ?::integer and k.row_id = t.id and k.carried is not null
+      from texts t where k.row_id = t.id and k.ctid = any(array(select p.ctid from texts d cross join lateral (select ctid
+        from sort_keys where collection_id = (select ?::integer) and row_id = d.id and carried is not null offset 0) p))
   )
   update rows set data = t.data, version = ?::bigint + t.ordinality, expires_at = ${rowExpiry('t.data', 'c.ttl_field')}
   from texts t, collections c
-  where rows.collection_id = ? and c.id = rows.collection_id and rows.id = t.id`;
+  where rows.id = t.id and c.id = rows.collection_id and rows.ctid = any(array(select p.ctid from texts d cross join lateral (select ctid
+        from rows where collection_id = (select ?::integer) and id = d.id offset 0) p))`;
 
 /**
  * A patch of one row, once advanceReadingRowSql has held its collection and read it: the row's text
@@ -318,3 +325,17 @@ export const importRowsSql = `insert into rows (collection_id, id, data, version
     from (select ?::integer as collection_id, ?::bigint as first) f
       join collections c on c.id = f.collection_id,
       unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n)`;
+
+/**
+ * The rows of the collection `collectionId` whose keys in the sort index in `slot` are within `bounds` (the
+ * dialect's keyBoundsSql), as a condition on `rows` that needs no other, as ./relations.ts's namingRowsSql
+ * reads them: the keys by one range of `sort_keys_order`, each key's row by a probe of the primary key of
+ * its own (`offset 0` keeps the planner from turning them into a join that walks the collection). The rows
+ * a change by filter tests (../../rows/rows.ts, matchedSql).
+ */
+export const rangeRowsSql = (collectionId: number, slot: number, bounds: Sql): Sql => ({
+  sql: `rows.ctid = any(array(select r.ctid from (select row_id from sort_keys
+      where collection_id = (select ?::integer) and slot = ? and ${bounds.sql} offset 0) k
+    cross join lateral (select ctid from rows where collection_id = (select ?::integer) and id = k.row_id offset 0) r))`,
+  params: [collectionId, slot, ...bounds.params, collectionId],
+});

@@ -7,6 +7,7 @@ import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { isRelatedField, replaceKey } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
 import { rowJsonWith } from '../../engine/sql/reads.ts';
+import type { Sql } from '../../engine/sql/template.ts';
 import { carriedText, fieldJoin, heldAsString, keyColumns, prefixOf, stringsTaken, uniqueKeySql } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
@@ -290,3 +291,13 @@ export const importRowsSql = `insert into rows (collection_id, id, data, version
 export const pruneOnceSql = `delete from idempotency_keys where rowid in
   (select rowid from (select rowid, expires_at from idempotency_keys order by rowid limit ?2) where expires_at <= ?1)
   returning account_id`;
+
+/**
+ * The rows of the collection `collectionId` whose keys in the sort index in `slot` are within `bounds` (the
+ * dialect's keyBoundsSql), as a condition on `rows` that needs no other: the keys read from the index, each
+ * key's row through the primary key. The rows a change by filter tests (../../rows/rows.ts, matchedSql).
+ */
+export const rangeRowsSql = (collectionId: number, slot: number, bounds: Sql): Sql => ({
+  sql: `rows.collection_id = ? and rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and ${bounds.sql})`,
+  params: [collectionId, collectionId, slot, ...bounds.params],
+});
