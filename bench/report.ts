@@ -185,6 +185,9 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'list-postgres', label: 'list (postgres, 50 by score desc)' },
   { workload: 'list-app-postgres', label: "list (postgres) by an app's user" },
   { workload: 'patch', label: 'patch (one field)' },
+  { workload: 'patch-by-filter', label: 'patch by filter (a range of 10 scores, about one row, through the index)' },
+  { workload: 'patch-postgres', label: 'patch (postgres, one field)' },
+  { workload: 'patch-by-filter-postgres', label: 'patch by filter (postgres, a range of 10 scores, through the index)' },
   {
     workload: 'fanout',
     label: `fanout (${thousands(settings.fanoutSubscribers)} subscribers, ${settings.fanoutRate} inserts/s; p50, p99: delivery)`,
@@ -299,6 +302,9 @@ const sideBySideTargets: Record<string, { neighbour: string; min: number }> = {
   'list-posts-match-author': { neighbour: 'list-posts-by-author', min: 0.25 },
   'list-posts-match-author-postgres': { neighbour: 'list-posts-by-author-postgres', min: 0.25 },
   'insert-1-related-postgres': { neighbour: 'insert-1-postgres', min: 0.8 },
+  // A change by filter of about one row through an index, against patch of a row by id beside it.
+  'patch-by-filter': { neighbour: 'patch', min: 0.25 },
+  'patch-by-filter-postgres': { neighbour: 'patch-postgres', min: 0.6 },
 };
 /** insert-batch's ratio to (b), and insert-batch (postgres)'s to (c). */
 const batchRatio = 0.56;

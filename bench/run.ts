@@ -163,6 +163,8 @@ const schedule: Step[] = [
   { workload: 'insert-1-related', ratioTo: 'baseline-memory' },
   ...afterMemory('insert-1-idempotent'),
   ...afterMemory('patch'),
+  // A change by filter of about one row through the index on score, right after patch.
+  { workload: 'patch-by-filter', ratioTo: 'baseline-memory' },
   { workload: 'baseline-driver-rows', lastRoundOnly: true },
   { workload: 'baseline-driver-statement' },
   { workload: 'insert-batch', ratioTo: 'baseline-driver-statement' },
@@ -208,6 +210,9 @@ const schedule: Step[] = [
     { workload: 'insert-1-related-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-idempotent-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'baseline-memory' },
+    { workload: 'patch-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'patch-by-filter-postgres', ratioTo: 'baseline-memory' },
     { workload: 'aggregate-grouped-postgres' },
     { workload: 'search-postgres' },
     { workload: 'baseline-memory' },

@@ -159,6 +159,27 @@ const patchRandomRow = (job: LoadJob): Request[] => [
   },
 ];
 
+/**
+ * PATCH by filter the rows of a random range of ten scores (one row of `bench` on average, found through
+ * its index on score: docs/api.md, "Changes by filter"), each given a random score as patch's row is.
+ */
+const patchRandomRange = (job: LoadJob): Request[] => [
+  {
+    method: 'PATCH',
+    path: rowsPath(collections.rows),
+    headers: json(job),
+    setupRequest: (request) => {
+      const from = Math.floor(Math.random() * 1_000_000);
+      const filter = encodeURIComponent(JSON.stringify({ score: { $gte: from, $lt: from + 10 } }));
+      return {
+        ...request,
+        path: `${rowsPath(collections.rows)}?filter=${filter}`,
+        body: JSON.stringify({ score: Math.floor(Math.random() * 1_000_000) }),
+      };
+    },
+  },
+];
+
 /** POST one batch of `batchSize` rows, on SQLite or on PostgreSQL. */
 const insertBatch: Omit<HttpWorkload, 'server'> = {
   rowsPerRequest: (s) => s.batchSize,
@@ -444,6 +465,10 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
   patch: { server: 'rowbase', rowsPerRequest: one, requests: patchRandomRow },
+  /** A change by filter of about one row through an index, beside patch, on each backend. */
+  'patch-by-filter': { server: 'rowbase', rowsPerRequest: one, requests: patchRandomRange },
+  'patch-postgres': { server: 'rowbase-postgres', rowsPerRequest: one, requests: patchRandomRow },
+  'patch-by-filter-postgres': { server: 'rowbase-postgres', rowsPerRequest: one, requests: patchRandomRange },
   /** A batch of 100 single-row inserts over two collections, beside the same rows inserted as one request, on each backend. */
   'batch-100': { server: 'rowbase', ...batchOfInserts },
   'insert-100': { server: 'rowbase', ...insertAsOne },
