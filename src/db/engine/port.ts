@@ -96,13 +96,17 @@ interface PatchedRow extends MatchedRow {
 }
 
 export interface RowPort {
-  /** Runs `work` in a write transaction: SQLite's writer, in its queue's turn; a transaction of PostgreSQL's pool. */
-  write<T>(work: (trx: WriteTx) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` in a write transaction: SQLite's writer, in its queue's turn; a transaction of PostgreSQL's
+   * pool, shared with the writes of the same `collection` (the account's id and its name, joined by `/`)
+   * queued beside it, if given, by the rule of a group's failure (grouping.ts).
+   */
+  write<T>(work: (trx: WriteTx) => Promise<T>, collection?: string): Promise<T>;
   /**
    * write() for a write that may hold several collections (a batch, a delete that follows relations, a
    * change by filter): on PostgreSQL run again from its start when aborted as a deadlock (deadlocks.ts).
    */
-  writeSeveral<T>(work: (trx: WriteTx) => Promise<T>): Promise<T>;
+  writeSeveral<T>(work: (trx: WriteTx) => Promise<T>, collection?: string): Promise<T>;
   /**
    * Inserts one request's rows, `texts`, checked against the schema `schemaId` already, with the answer
    * to its Idempotency-Key `once`, grouped with the inserts into the collection that wait beside it:

@@ -185,6 +185,9 @@ interface NamingRows {
   where?: Sql;
 }
 
+/** The account's collection as a write names it to share its transaction (RowPort.write): `accountId/collection`. */
+export const writeKey = (accountId: number, collection: string) => `${accountId}/${collection}`;
+
 /** Rows as a change by filter answers them (ChangedRows), from their events' rows or versioned rows, in id order. */
 export const changedRows = (rows: { json: string }[]): ChangedRows => ({
   count: rows.length,

@@ -12,7 +12,7 @@ import type { Dialect } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { patchRowIn, patchRowsIn } from './patches.ts';
-import { type ChangedRows, type MatchedRow, noSuchRow, rowTooLarge, type VersionedRow, type WriteOptions } from './rows.ts';
+import { type ChangedRows, type MatchedRow, noSuchRow, rowTooLarge, type VersionedRow, type WriteOptions, writeKey } from './rows.ts';
 import { keepingUnique } from './unique.ts';
 import { liveFilterWhere } from './writes.ts';
 
@@ -44,15 +44,18 @@ export async function updateRow(
         const merged = plain ? db.rows.mergePatch?.(accountId, collection, rowId, patch, expiryNow()) : undefined;
         return (
           merged ??
-          db.rows.write(async (trx) => {
-            if (once) await beginOnce(db, trx, accountId, once);
-            const patched = await patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, (row, before) => {
-              guard?.updating(rowId, before, row);
-              attempted = [{ id: rowId, fields: row }];
-            });
-            if (once) await recordOnce(db, trx, accountId, once, patched);
-            return patched;
-          })
+          db.rows.write(
+            async (trx) => {
+              if (once) await beginOnce(db, trx, accountId, once);
+              const patched = await patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, (row, before) => {
+                guard?.updating(rowId, before, row);
+                attempted = [{ id: rowId, fields: row }];
+              });
+              if (once) await recordOnce(db, trx, accountId, once, patched);
+              return patched;
+            },
+            writeKey(accountId, collection),
+          )
         );
       }),
     );
@@ -88,14 +91,17 @@ export async function updateRowsWhere(
   const attempted = () => seen.map((row) => ({ id: row.id, fields: applyPatch(patch, JSON.parse(row.data), row.id) }));
   try {
     return await keepingUnique(db, accountId, collection, attempted, () =>
-      db.rows.writeSeveral(async (trx) => {
-        if (options?.once) await beginOnce(db, trx, accountId, options.once);
-        const changed = await patchRowsIn(db, trx, accountId, collection, where, patch, max, options?.guard, (matched) => {
-          seen = matched;
-        });
-        if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
-        return changed;
-      }),
+      db.rows.writeSeveral(
+        async (trx) => {
+          if (options?.once) await beginOnce(db, trx, accountId, options.once);
+          const changed = await patchRowsIn(db, trx, accountId, collection, where, patch, max, options?.guard, (matched) => {
+            seen = matched;
+          });
+          if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
+          return changed;
+        },
+        writeKey(accountId, collection),
+      ),
     );
   } catch (error) {
     throw db.rows.isRowTooLarge(error) ? rowTooLarge() : error;

@@ -35,6 +35,7 @@ import {
   type VersionedRow,
   versionMatches,
   type WriteOptions,
+  writeKey,
 } from './rows.ts';
 
 /** How rows are written inside a write transaction: a batch's writes, an upsert's, and a delete's followers' (rowWritesIn). */
@@ -215,7 +216,10 @@ export const rowWritesIn = (db: Dialect, trx: WriteTx, accountId: number): RowWr
 /** Deletes the row, with one delete event carrying the row as it was. 412 when its version is none of `options.ifMatch`. */
 export async function deleteRow(db: Dialect, accountId: number, collection: string, rowId: number, options?: WriteOptions<void>) {
   if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-  await db.rows.writeSeveral((trx) => deleteRowIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, rowId, options));
+  await db.rows.writeSeveral(
+    (trx) => deleteRowIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, rowId, options),
+    writeKey(accountId, collection),
+  );
 }
 
 /** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them (updates.ts); answers them as they were. */
@@ -228,7 +232,10 @@ export async function deleteRowsWhere(
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
   const where = await liveFilterWhere(db, accountId, collection, filter);
-  return db.rows.writeSeveral((trx) => deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, where, max, options));
+  return db.rows.writeSeveral(
+    (trx) => deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, where, max, options),
+    writeKey(accountId, collection),
+  );
 }
 
 /**

@@ -1,0 +1,88 @@
+// Patches of one collection sent together (src/db/postgres/rows.ts, write; docs/development.md, "Work
+// done together"): on PostgreSQL those queued side by side share one transaction, on SQLite its writer's
+// groups; either way each is answered as it would be alone (200, a stale If-Match's 412, a missing row's
+// 404), each stored patch is one update event whose row is what it answered, with consecutive seqs.
+import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+const ROWS = 40;
+
+describeEachBackend('patches of one collection sent together', (backend) => {
+  let server: TestServer;
+  let client: Client;
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    client = await server.client();
+  });
+  after(() => server?.stop());
+
+  /** A new collection of ROWS rows `{n: 0}`, and its id. */
+  async function seeded(name: string): Promise<number> {
+    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    expect(
+      (
+        await client.post(
+          `/v1/collections/${name}/rows`,
+          Array.from({ length: ROWS }, () => ({ n: 0 })),
+        )
+      ).status,
+    ).to.equal(201);
+    return Number((await server.store.knex('collections').where({ name }).first('id')).id);
+  }
+
+  it('answers each as it would be alone, and stores each 200 as one event, with consecutive seqs', async () => {
+    const id = await seeded('together');
+    const stale = `"${id}.999"`;
+    // Every row patched once; every fifth also sent with a stale If-Match, and as many ids that no row has.
+    const sent = [
+      ...Array.from({ length: ROWS }, (_, index) => ({ row: index + 1, n: index + 100, ifMatch: undefined })),
+      ...Array.from({ length: ROWS / 5 }, (_, index) => ({ row: 5 * index + 1, n: -1, ifMatch: stale })),
+      ...Array.from({ length: ROWS / 5 }, (_, index) => ({ row: ROWS + 10 + index, n: -2, ifMatch: undefined })),
+    ].sort((a, b) => ((a.row * 7919) % 97) - ((b.row * 7919) % 97));
+    const answers = await Promise.all(
+      sent.map(({ row, n, ifMatch }) =>
+        client.patch<Row>(`/v1/collections/together/rows/${row}`, { n }, ifMatch ? { headers: { 'if-match': ifMatch } } : undefined),
+      ),
+    );
+    for (const [index, { row, n, ifMatch }] of sent.entries()) {
+      const answer = answers[index];
+      if (row > ROWS) expect(answer.status, answer.text).to.equal(404);
+      else if (ifMatch) expect(answer.status, answer.text).to.equal(412);
+      else {
+        expect(answer.status, answer.text).to.equal(200);
+        expect(answer.body).to.deep.equal({ id: row, n });
+      }
+    }
+    // The insert's events are 1 to ROWS.
+    const events = await server.store.readEvents(id, { after: ROWS, limit: 1000 });
+    expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: ROWS }, (_, index) => ROWS + index + 1));
+    const stored = new Map(events.map((event) => [event.row.id, event.row]));
+    expect(stored.size).to.equal(ROWS);
+    for (const [index, { row, ifMatch }] of sent.entries()) {
+      if (row > ROWS || ifMatch) continue;
+      expect(stored.get(row)).to.deep.equal(answers[index].body);
+      // Its version is its event's seq.
+      const seq = events.find((event) => event.row.id === row)?.seq;
+      expect(answers[index].headers.get('etag')).to.equal(`"${id}.${seq}"`);
+    }
+    const rows = (await client.get<Row[]>('/v1/collections/together/rows?limit=100')).body;
+    expect(rows).to.deep.equal(Array.from({ length: ROWS }, (_, index) => ({ id: index + 1, n: index + 100 })));
+  });
+
+  if (backend === 'postgres')
+    it('commits the patches queued side by side together, in fewer transactions than patches', async () => {
+      await seeded('fewer');
+      // Each transaction that writes takes a transaction id of its own, in order: so does each read of it.
+      const lastXid = async () => Number((await server.store.knex.raw('select txid_current() as xid')).rows[0].xid);
+      const before = await lastXid();
+      const answers = await Promise.all(
+        Array.from({ length: ROWS }, (_, index) => client.patch(`/v1/collections/fewer/rows/${index + 1}`, { n: index })),
+      );
+      expect(answers.map((answer) => answer.status)).to.deep.equal(Array(ROWS).fill(200));
+      // The server's own writes meanwhile (its pruner, its sweeper) may take a few.
+      expect((await lastXid()) - before - 1).to.be.below(ROWS / 2);
+    });
+});
