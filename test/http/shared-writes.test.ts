@@ -1,7 +1,8 @@
-// Patches of one collection sent together (src/db/postgres/rows.ts, write; docs/development.md, "Work
-// done together"): on PostgreSQL those queued side by side share one transaction, on SQLite its writer's
-// groups; either way each is answered as it would be alone (200, a stale If-Match's 412, a missing row's
-// 404), each stored patch is one update event whose row is what it answered, with consecutive seqs.
+// Patches and deletes of one collection sent together (src/db/postgres/rows.ts, write and writeSeveral;
+// docs/development.md, "Work done together"): on PostgreSQL those queued side by side share one
+// transaction, on SQLite its writer's groups; either way each is answered as it would be alone (200 or
+// 204, a stale If-Match's 412, a missing row's 404), each stored one event (a patch's row what it
+// answered), with consecutive seqs.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
@@ -10,7 +11,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 type Row = { id: number } & Record<string, unknown>;
 const ROWS = 40;
 
-describeEachBackend('patches of one collection sent together', (backend) => {
+describeEachBackend('writes of one collection sent together', (backend) => {
   let server: TestServer;
   let client: Client;
   before(async () => {
@@ -72,8 +73,30 @@ describeEachBackend('patches of one collection sent together', (backend) => {
     expect(rows).to.deep.equal(Array.from({ length: ROWS }, (_, index) => ({ id: index + 1, n: index + 100 })));
   });
 
+  it('deletes each row sent together once, a missing one 404, and stores each as one event, with consecutive seqs', async () => {
+    const id = await seeded('deleted');
+    // Every row, and every fifth twice, and as many ids that no row has.
+    const sent = [
+      ...Array.from({ length: ROWS }, (_, index) => index + 1),
+      ...Array.from({ length: ROWS / 5 }, (_, index) => 5 * index + 1),
+      ...Array.from({ length: ROWS / 5 }, (_, index) => ROWS + 10 + index),
+    ].sort((a, b) => ((a * 7919) % 97) - ((b * 7919) % 97));
+    const answers = await Promise.all(sent.map((row) => client.delete(`/v1/collections/deleted/rows/${row}`)));
+    const statuses = new Map<number, number[]>();
+    for (const [index, row] of sent.entries()) statuses.set(row, [...(statuses.get(row) ?? []), answers[index].status]);
+    for (const [row, got] of statuses) {
+      if (row > ROWS) expect(got, `row ${row}`).to.deep.equal([404]);
+      else expect(got.sort(), `row ${row}`).to.deep.equal(got.length === 1 ? [204] : [204, 404]);
+    }
+    const events = await server.store.readEvents(id, { after: ROWS, limit: 1000 });
+    expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: ROWS }, (_, index) => ROWS + index + 1));
+    expect(events.every((event) => event.type === 'delete')).to.equal(true);
+    expect(events.map((event) => event.row.id).sort((a, b) => a - b)).to.deep.equal(Array.from({ length: ROWS }, (_, index) => index + 1));
+    expect((await client.get<Row[]>('/v1/collections/deleted/rows')).body).to.deep.equal([]);
+  });
+
   if (backend === 'postgres')
-    it('commits the patches queued side by side together, in fewer transactions than patches', async () => {
+    it('commits the patches, and the deletes, queued side by side together, in fewer transactions than writes', async () => {
       await seeded('fewer');
       // Each transaction that writes takes a transaction id of its own, in order: so does each read of it.
       const lastXid = async () => Number((await server.store.knex.raw('select txid_current() as xid')).rows[0].xid);
@@ -83,6 +106,12 @@ describeEachBackend('patches of one collection sent together', (backend) => {
       );
       expect(answers.map((answer) => answer.status)).to.deep.equal(Array(ROWS).fill(200));
       // The server's own writes meanwhile (its pruner, its sweeper) may take a few.
-      expect((await lastXid()) - before - 1).to.be.below(ROWS / 2);
+      const patched = await lastXid();
+      expect(patched - before - 1).to.be.below(ROWS / 2);
+      const deletes = await Promise.all(
+        Array.from({ length: ROWS }, (_, index) => client.delete(`/v1/collections/fewer/rows/${index + 1}`)),
+      );
+      expect(deletes.map((answer) => answer.status)).to.deep.equal(Array(ROWS).fill(204));
+      expect((await lastXid()) - patched - 1).to.be.below(ROWS / 2);
     });
 });
