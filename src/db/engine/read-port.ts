@@ -55,6 +55,8 @@ export interface PageSource extends SortedPages {
   filterSql(filter: Filter): Sql;
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): Sql;
+  /** The rows of a sort index's range, as a condition on `rows` (the Dialect's rangeRowsSql). */
+  rangeRowsSql(collectionId: number, slot: number, bounds: Sql): Sql;
   /**
    * A page of the rows that live at `now` and `filter` keeps among those of `keys`, in their order, from
    * `offset`, at most `limit`; its one row is a PagePart. Each number may be a template's hole (template.ts).

@@ -132,6 +132,7 @@ export async function openPostgres(
     keyHoldsWhole: (text) => escapeString(text).length < POSTGRES_KEY_CHARS,
     filterSql,
     keyBoundsSql,
+    rangeRowsSql,
     scoresSql: scoresWith(searchSql),
     filteredSortedPage,
     relatedRows,

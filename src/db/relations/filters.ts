@@ -1,8 +1,9 @@
 // Filters through relations (docs/relations.md, "Filtering through a relation"): `{"author": {"$match":
 // {…}}}` and `{"comments": {"$some": {…}}}`, each replaced by the ids its related rows give, read first
-// (through a sort index of theirs when the inner filter's top level names an indexed field: a range), so
-// that the filter left names only fields of the row and runs as any other (through the field's sort index,
-// which a relation's field has). A page and an aggregate read them in their own snapshot
+// (through a sort index of theirs when the inner filter's top level names an indexed field: a range, read
+// as a change by filter reads its rows, ../rows/rows.ts's filterMatchSql), so that the filter left names
+// only fields of the row and runs as any other (through the field's sort index, which a relation's field
+// has). A page and an aggregate read them in their own snapshot
 // (../reads/related.ts); a change by filter just before its transaction (the Store's bindRelations).
 
 import { collectionNotFound, validationFailed } from '../../errors.ts';
@@ -10,11 +11,11 @@ import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
 import type { PageSource } from '../engine/read-port.ts';
-import { byId, withinIndex } from '../engine/sql/pages.ts';
+import type { SortedEntry } from '../engine/sorted.ts';
 import { relationsOfNamedSql } from '../engine/sql/relations.ts';
-import { matchedRowsSql } from '../engine/sql/rows.ts';
 import { liveWhere } from '../expiry/live.ts';
-import { indexedFields, inIndex } from '../reads/filter-indexes.ts';
+import { indexedFields } from '../reads/filter-indexes.ts';
+import { filterMatchSql } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
 
 /** The related rows one condition may find at most: past it, a 400 asks for a narrower filter. */
@@ -41,16 +42,17 @@ export type RelationRow = {
 
 /**
  * How the related rows are read: `query` runs a read (alone, or in a page's snapshot:
- * ../reads/related.ts), `filterSql` and `keyBoundsSql` write a filter and a sort index's range as the
- * dialect does. A Dialect is one.
+ * ../reads/related.ts), `filterSql`, `keyBoundsSql` and `rangeRowsSql` write a filter, a sort index's range
+ * and the rows of that range as the dialect does. A Dialect is one.
  */
-export type RelatedReads = Pick<Dialect, 'filterSql' | 'keyBoundsSql'> & { query: Read };
+export type RelatedReads = Pick<Dialect, 'filterSql' | 'keyBoundsSql' | 'rangeRowsSql'> & { query: Read };
 
 /** What a page's source reads the related rows with: its reads (in a snapshot, the snapshot's). */
 export const relatedReadsOf = (source: PageSource): RelatedReads => ({
   query: (sql, params) => source.read(sql, params),
   filterSql: source.filterSql,
   keyBoundsSql: source.keyBoundsSql,
+  rangeRowsSql: source.rangeRowsSql,
 });
 
 /**
@@ -124,15 +126,10 @@ async function related(
       : [relation.source_name, relation.collection_id, relation.source_sorted];
   const inner = await bindSearch(db.query, accountId, otherName, await bindRelations(db, accountId, otherName, condition.filter));
   // Through a sort index of the related collection, when the inner filter's top level holds a condition on one of its fields.
-  const index = inIndex(JSON.parse(otherSorted) as string[], indexedFields(inner));
-  let where = db.filterSql(inner);
-  if (index) where = withinIndex(byId(Number(otherId)), index.slot, db.keyBoundsSql(index.bounds), where);
-  where = liveWhere(where);
-  const rows = await db.query<{ id: number | string; data: string }>(matchedRowsSql(where.sql), [
-    Number(otherId),
-    ...where.params,
-    MAX_RELATED_ROWS + 1,
-  ]);
+  const match = { where: liveWhere(db.filterSql(inner)), fields: indexedFields(inner) };
+  const sorted = JSON.parse(otherSorted) as SortedEntry[];
+  const { sql, params } = filterMatchSql(db, Number(otherId), match, MAX_RELATED_ROWS + 1, sorted);
+  const rows = await db.query<{ id: number | string; data: string }>(sql, params);
   if (rows.length > MAX_RELATED_ROWS)
     throw validationFailed(
       `A ${condition.op} finds at most ${MAX_RELATED_ROWS} related rows, and this one finds more: narrow its filter.`,

@@ -133,19 +133,34 @@ export function matchedSql(
   limit: number,
   sorted: readonly SortedEntry[] = [],
 ): { sql: string; params: SqlValue[] } {
-  const testing = (where: Sql) => ({ sql: matchedRowsSql(where.sql), params: [collectionId, ...where.params, limit] });
   const found = (byId: Sql, where?: Sql) => ({
     sql: matchedByIdSql(byId.sql, where?.sql),
     params: [...byId.params, ...(where?.params ?? []), limit],
   });
-  if ('fields' in match) {
-    const index = inIndex(sorted, match.fields);
-    if (!index) return testing(match.where);
-    return found(db.rangeRowsSql(collectionId, index.slot, db.keyBoundsSql(index.bounds)), match.where);
-  }
+  if ('fields' in match) return filterMatchSql(db, collectionId, match, limit, sorted);
   if ('ids' in match) return found(db.rowIdsSql(collectionId, match.ids), match.where);
   if ('naming' in match) return found(db.namingRowsSql(collectionId, match.slot, match.naming), match.where);
-  return testing(match);
+  return filterMatchSql(db, collectionId, { where: match, fields: [] }, limit, sorted);
+}
+
+/**
+ * The statement of the first `limit` rows of the collection `collectionId` a filter matches (FilterMatch),
+ * in id order, each its id and data: found through the first sort index of `sorted` that one of its
+ * fields has (the Dialect's rangeRowsSql: the range's keys, each key's row by its primary key), then
+ * tested by the whole filter; else by testing every row of the collection. A change by filter's rows
+ * (matchedSql), and the related rows a `$match` or `$some` reads before its page (../relations/filters.ts).
+ */
+export function filterMatchSql(
+  db: Pick<Dialect, 'keyBoundsSql' | 'rangeRowsSql'>,
+  collectionId: number,
+  { where, fields }: FilterMatch,
+  limit: number,
+  sorted: readonly SortedEntry[],
+): { sql: string; params: SqlValue[] } {
+  const index = inIndex(sorted, fields);
+  if (!index) return { sql: matchedRowsSql(where.sql), params: [collectionId, ...where.params, limit] };
+  const range = db.rangeRowsSql(collectionId, index.slot, db.keyBoundsSql(index.bounds));
+  return { sql: matchedByIdSql(range.sql, where.sql), params: [...range.params, ...where.params, limit] };
 }
 
 /**

@@ -122,6 +122,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     keyHoldsWhole: () => true,
     filterSql,
     keyBoundsSql,
+    rangeRowsSql,
     scoresSql: scoresWith(searchSql),
     filteredSortedPage,
     relatedRows,
