@@ -24,10 +24,10 @@ delete from rows where collection_id = ? and id = ? and (expires_at is null or e
 delete from sort_keys where collection_id = ? and row_id = ?;
 
 -- matchedRowsSql(a filter)
-select id, data from rows where collection_id = ? and (<filter>) order by id limit ?;
+select id, data, version from rows where collection_id = ? and (<filter>) order by id limit ?;
 
 -- matchedByIdSql(ids, a condition)
-with named as materialized (select * from rows where <rowIdsSql>) select id, data from named as rows where (<condition>) order by id limit ?;
+with named as materialized (select * from rows where <rowIdsSql>) select id, data, version from named as rows where (<condition>) order by id limit ?;
 
 -- deleteRowsByIdSql(ids)
 delete from rows where <rowIdsSql>;

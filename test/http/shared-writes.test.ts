@@ -95,6 +95,72 @@ describeEachBackend('writes of one collection sent together', (backend) => {
     expect((await client.get<Row[]>('/v1/collections/deleted/rows')).body).to.deep.equal([]);
   });
 
+  const JSON_PATCH = 'application/json-patch+json';
+  const patchOf = <T = Row>(path: string, type: string, body: unknown, headers: Record<string, string> = {}) =>
+    client.request<T>('PATCH', path, { raw: JSON.stringify(body), headers: { 'content-type': type, ...headers } });
+
+  it('patches one row sent together one after another, each on the row as the ones before it left it', async () => {
+    const id = await seeded('chained');
+    const answers = await Promise.all(
+      Array.from({ length: ROWS }, () =>
+        patchOf('/v1/collections/chained/rows/1', JSON_PATCH, [{ op: 'increment', path: '/n', value: 1 }]),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).to.deep.equal(Array(ROWS).fill(200));
+    // None lost: each counted the ones before it.
+    expect(answers.map((answer) => answer.body.n).sort((a, b) => Number(a) - Number(b))).to.deep.equal(
+      Array.from({ length: ROWS }, (_, index) => index + 1),
+    );
+    const events = await server.store.readEvents(id, { after: ROWS, limit: 1000 });
+    expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: ROWS }, (_, index) => ROWS + index + 1));
+    for (const [index, event] of events.entries()) {
+      // Each event's row as it was is the row the event before it stored, and its answer the row it stored, its ETag its seq.
+      expect(event.previous).to.deep.equal(index === 0 ? { id: 1, n: 0 } : events[index - 1].row);
+      expect(event.row).to.deep.equal({ id: 1, n: index + 1 });
+      const answered = answers.filter((answer) => answer.headers.get('etag') === `"${id}.${event.seq}"`);
+      expect(answered.map((answer) => answer.body)).to.deep.equal([event.row]);
+    }
+    expect((await client.get('/v1/collections/chained/rows/1')).body).to.deep.equal({ id: 1, n: ROWS });
+  });
+
+  it('answers each patch of a collection with a schema sent together as alone: its own 422, 409 or 412, the others stored', async () => {
+    const id = await seeded('checked');
+    const schema = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] };
+    expect((await client.put('/v1/collections/checked/schema', schema)).status).to.equal(200);
+    const seq = (await client.get<{ seq: number }>('/v1/collections/checked')).body.seq;
+    // Each row i patched by one of five kinds, i % 5: stored; refused by the schema; a JSON Patch's failed test; a stale If-Match; stored under its own If-Match.
+    const sent = Array.from({ length: ROWS }, (_, index) => {
+      const row = index + 1;
+      const path = `/v1/collections/checked/rows/${row}`;
+      switch (row % 5) {
+        case 0:
+          return patchOf(path, 'application/json', { n: row });
+        case 1:
+          return patchOf(path, 'application/json', { n: 'x' });
+        case 2:
+          return patchOf(path, JSON_PATCH, [
+            { op: 'test', path: '/n', value: 1 },
+            { op: 'replace', path: '/n', value: row },
+          ]);
+        case 3:
+          return patchOf(path, 'application/json', { n: row }, { 'if-match': `"${id}.${seq + 1000}"` });
+        default:
+          return patchOf(path, 'application/json', { n: row }, { 'if-match': `"${id}.${row}"` });
+      }
+    });
+    const answers = await Promise.all(sent);
+    const expected = [200, 422, 409, 412, 200];
+    for (const [index, answer] of answers.entries()) expect(answer.status, answer.text).to.equal(expected[(index + 1) % 5]);
+    const events = await server.store.readEvents(id, { after: seq, limit: 1000 });
+    const stored = answers.flatMap((answer, index) => (answer.status === 200 ? [index + 1] : []));
+    expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: stored.length }, (_, index) => seq + index + 1));
+    expect(events.map((event) => event.row.id).sort((a, b) => a - b)).to.deep.equal(stored);
+    const rows = (await client.get<Row[]>('/v1/collections/checked/rows?limit=100')).body;
+    expect(rows).to.deep.equal(
+      Array.from({ length: ROWS }, (_, index) => ({ id: index + 1, n: stored.includes(index + 1) ? index + 1 : 0 })),
+    );
+  });
+
   if (backend === 'postgres')
     it('commits the patches, and the deletes, queued side by side together, in fewer transactions than writes', async () => {
       await seeded('fewer');

@@ -47,10 +47,11 @@ export interface VersionedRow {
   version: string;
 }
 
-/** A row a change by filter matched: its id and its stored text as it was. */
+/** A row a change matched: its id, its stored text as it was and its version then (the seq of its last event). */
 export interface MatchedRow {
   id: number;
   data: string;
+  version: number | string;
 }
 
 /** A row to import: its id, and its text (its fields but id, as JSON.stringify writes them). */
@@ -90,7 +91,8 @@ interface RowToPatch {
 }
 
 /** A row a change by filter patches: as it was matched, and as patched (its fields and text). */
-interface PatchedRow extends MatchedRow {
+/** A row matched, as a patch makes it: its fields and their JSON text. */
+export interface PatchedRow extends MatchedRow {
   fields: Fields;
   text: string;
 }
@@ -164,9 +166,10 @@ export interface RowPort {
     patch: Patch,
   ): Promise<{ json: string }[]> | undefined;
   /**
-   * Stores `rows` of the collection `collectionId`, held by `trx` and matched by a change by filter,
-   * with their new texts (made by `patch`), their update events in id order and their words: the rows'
-   * JSON texts as now stored.
+   * Stores `rows` of the collection `collectionId`, held by `trx` (each row once), with their new texts,
+   * their update events in the order given and their words: the rows' JSON texts as now stored, and
+   * their versions. `patched`: the top-level fields the patches set (patchedFields(); undefined for
+   * any), whose keys may have moved.
    */
   writePatched(
     trx: WriteTx,
@@ -175,8 +178,8 @@ export interface RowPort {
     collectionId: number,
     schemaId: number,
     rows: PatchedRow[],
-    patch: Patch,
-  ): Promise<{ json: string }[]>;
+    patched: readonly string[] | undefined,
+  ): Promise<VersionedRow[]>;
   /** An import's rows and their sort keys, in the dialect's SQL (../rows/imports.ts). */
   importer: RowImporter;
   /** Whether an insert sent with an Idempotency-Key was refused because its key's answer was stored first (SQLite: its trigger's check). */

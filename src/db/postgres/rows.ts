@@ -1,9 +1,10 @@
 // PostgreSQL: how rows are written and read (../engine/port.ts, RowPort), and the changes they announce to
 // every instance on the database. Each write is a transaction of its own, on a connection of the pool:
 // writers to different collections run at once. Inserts are grouped by collection (inserts.ts). A patch of one
-// row reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql/,
+// row alone reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql/,
 // advanceReadingRowSql, updateRowSql), and re-keys the fields it sets that have a sort index, all in
-// one transaction.
+// one transaction; patches sent side by side are written together as a change by filter's rows are
+// (../rows/updates.ts, patchGroups; writePatched).
 //
 // Each change is a `pg_notify` inside its transaction (PostgreSQL delivers it on commit, never on
 // rollback), which every instance LISTENs for on a connection of its own (listenForChanges); this
@@ -130,7 +131,7 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
       };
     },
     /** The rows' events numbered after the collection's last seq, taken now; the rows set by one statement, and re-keyed. */
-    async writePatched(trx, accountId, collection, collectionId, _schemaId, rows, patch) {
+    async writePatched(trx, accountId, collection, collectionId, _schemaId, rows, patched) {
       const { lastSeq, sorted, uniques, search } = await steps.advance(db, trx, accountId, collection, rows.length);
       const first = lastSeq - rows.length;
       const texts = JSON.stringify(rows.map((row) => [row.id, row.text]));
@@ -140,13 +141,14 @@ export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
         trx,
         collectionId,
         { sorted, uniques },
-        patchedFields(patch),
+        patched,
         rows.map((row) => row.id),
       );
       if (search) await steps.putWords(db, trx, search, rows);
       const events = rows.map((row) => eventRow(row.id, row.text, row.data));
       await steps.appendEvents(db, trx, collectionId, lastSeq, 'update', events);
-      return events;
+      // Each row's version is its event's seq (updateRowsSql).
+      return events.map((event, index) => ({ json: event.json, version: versionOf(collectionId, first + index + 1) }));
     },
     importer,
     // A key answered first: insertWithAnswers() throws OnceTaken itself.

@@ -3,11 +3,15 @@
 // checked against its collection's schema, then stored by the dialect (../engine/port.ts, RowPort) with
 // its event, its sort keys and its words. The requests' own writes are updates.ts's.
 
+import { ApiError, rowNotFound } from '../../errors.ts';
 import { expiryNow } from '../../expiry/ttl.ts';
-import { applyPatch, type Patch } from '../../patches/index.ts';
+import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
 import { overRowBound, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { PatchedRow } from '../engine/port.ts';
+import { TRUE } from '../engine/sql/template.ts';
+import { liveWhere } from '../expiry/live.ts';
 import {
   type ChangedRows,
   changedRows,
@@ -48,16 +52,116 @@ export async function patchRowIn(
   seen?: (row: Fields, before: Fields) => void,
 ): Promise<VersionedRow> {
   const stored = await db.rows.readToPatch(trx, accountId, collection, rowId, schemaId, expiryNow());
-  const before = JSON.parse(stored.data) as Fields;
+  const version = versionOf(stored.collectionId, stored.version);
+  // The schema the row commits under: the row is held.
+  const { row, text } = await patchedRow(
+    db,
+    trx,
+    collection,
+    stored.schemaId,
+    { rowId, patch, options, seen },
+    stored.data,
+    version,
+    place,
+  );
+  return stored.write(text, row, patch);
+}
+
+/** A patch of one row of a collection, as updateRow() sends it (patchRowIn's, patchEachIn's). */
+export interface RowPatch {
+  rowId: number;
+  patch: Patch;
+  options?: { ifMatch?: readonly string[]; guard?: RowGuard };
+  /** Told the row as patched, and as it was, before it is written. */
+  seen?: (row: Fields, before: Fields) => void;
+}
+
+/**
+ * The row as `patch` makes it of `data`, its stored text of version `version`, held: guarded, checked
+ * against If-Match (412), patched (409 patch_conflict), checked against the schema `schemaId` (its
+ * errors naming the row `place`) and the bound on a row's weight.
+ */
+async function patchedRow(
+  db: Dialect,
+  trx: WriteTx,
+  collection: string,
+  schemaId: number,
+  { rowId, patch, options, seen }: RowPatch,
+  data: string,
+  version: string,
+  place: number,
+): Promise<{ row: Fields; text: string }> {
+  const before = JSON.parse(data) as Fields;
   options?.guard?.reading(rowId, before);
-  if (!versionMatches(options, versionOf(stored.collectionId, stored.version))) throw preconditionFailed(collection, rowId);
+  if (!versionMatches(options, version)) throw preconditionFailed(collection, rowId);
   const row = applyPatch(patch, before, rowId);
   seen?.(row, before);
-  // The schema the row commits under: the row is held.
-  await db.schemas.check(readIn(db, trx), stored.schemaId, collection, [row], () => place);
+  await db.schemas.check(readIn(db, trx), schemaId, collection, [row], () => place);
   const text = JSON.stringify(row);
   if (overRowBound(text)) throw rowTooLarge();
-  return stored.write(text, row, patch);
+  return { row, text };
+}
+
+/**
+ * Patches of rows of one collection sent side by side (updates.ts, patchGroups), inside `trx`, in the
+ * order given, as if each were written alone in that order: the collection's row held, the rows read
+ * by their ids in one statement, each patch applied in Node to its row as the patches before it left it,
+ * and the rows stored by the dialect's writePatched, a statement for many rows, each with an event of
+ * each of its patches (a row patched twice is stored in a second write, after the first). Each patch's
+ * answer is its row as now stored, or its own refusal (404, 409, 412, 413, 422, a rule's), which writes
+ * nothing of it; any other failure is thrown, and nothing is written.
+ */
+export async function patchEachIn(
+  db: Dialect,
+  trx: WriteTx,
+  accountId: number,
+  collection: string,
+  patches: readonly RowPatch[],
+): Promise<(VersionedRow | ApiError)[]> {
+  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+  const ids = [...new Set(patches.map(({ rowId }) => rowId))];
+  const found = await matchedRows(db, trx, id, { ids, where: liveWhere(TRUE) }, ids.length);
+  const rows = new Map(found.map((row) => [row.id, { data: row.data, version: versionOf(id, row.version) }]));
+  const answers: (VersionedRow | ApiError)[] = [];
+  // The rows patched and not yet stored, each once, and the patches each stands for.
+  let pending: { row: PatchedRow; patched: readonly string[] | undefined; place: number }[] = [];
+  const store = async () => {
+    const written = pending.map(({ row }) => row);
+    const stored = await db.rows.writePatched(trx, accountId, collection, id, schemaId, written, fieldsOfAll(pending));
+    for (const [index, { row, place }] of pending.entries()) {
+      answers[place] = stored[index];
+      rows.set(row.id, { data: row.text, version: stored[index].version });
+    }
+    pending = [];
+  };
+  for (const [place, each] of patches.entries()) {
+    if (pending.some(({ row }) => row.id === each.rowId)) await store();
+    const stored = rows.get(each.rowId);
+    try {
+      if (!stored) throw rowNotFound(collection, each.rowId);
+      const { row, text } = await patchedRow(db, trx, collection, schemaId, each, stored.data, stored.version, 0);
+      pending.push({
+        row: { id: each.rowId, data: stored.data, version: stored.version, fields: row, text },
+        patched: patchedFields(each.patch),
+        place,
+      });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      answers[place] = error;
+    }
+  }
+  if (pending.length > 0) await store();
+  return answers;
+}
+
+/** The fields any of the patches set: undefined when one of them may set any. */
+function fieldsOfAll(patches: readonly { patched: readonly string[] | undefined }[]): readonly string[] | undefined {
+  const fields = new Set<string>();
+  for (const { patched } of patches) {
+    if (!patched) return undefined;
+    for (const field of patched) fields.add(field);
+  }
+  return [...fields];
 }
 
 /**
@@ -90,5 +194,5 @@ export async function patchRowsIn(
   const texts = patched.map((fields) => JSON.stringify(fields));
   if (texts.some(overRowBound)) throw rowTooLarge();
   const written = rows.map((row, index) => ({ ...row, fields: patched[index], text: texts[index] }));
-  return changedRows(await db.rows.writePatched(trx, accountId, collection, id, schemaId, written, patch));
+  return changedRows(await db.rows.writePatched(trx, accountId, collection, id, schemaId, written, patchedFields(patch)));
 }

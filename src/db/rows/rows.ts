@@ -116,9 +116,9 @@ export async function matchedRows(
 ): Promise<MatchedRow[]> {
   const { sql, params } = matchedSql(db, collectionId, match, max + 1, sorted);
   // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
-  const rows = await db.run<{ id: number | string; data: string }>(trx, sql, params, true);
+  const rows = await db.run<{ id: number | string; data: string; version: number | string }>(trx, sql, params, true);
   if (rows.length > max) throw tooManyRows(max);
-  return rows.map((row) => ({ id: Number(row.id), data: row.data }));
+  return rows.map((row) => ({ id: Number(row.id), data: row.data, version: row.version }));
 }
 
 /**

@@ -9,10 +9,20 @@ import type { Filter } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { WrittenRow } from '../collections/indexes.ts';
 import type { Dialect } from '../engine/dialect.ts';
+import { Groups } from '../engine/grouping.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { patchRowIn, patchRowsIn } from './patches.ts';
-import { type ChangedRows, type MatchedRow, noSuchRow, rowTooLarge, type VersionedRow, type WriteOptions, writeKey } from './rows.ts';
+import { patchEachIn, patchRowIn, patchRowsIn, type RowPatch } from './patches.ts';
+import {
+  type ChangedRows,
+  type Fields,
+  type MatchedRow,
+  noSuchRow,
+  rowTooLarge,
+  type VersionedRow,
+  type WriteOptions,
+  writeKey,
+} from './rows.ts';
 import { keepingUnique } from './unique.ts';
 import { liveFilterWhere } from './writes.ts';
 
@@ -42,26 +52,71 @@ export async function updateRow(
       db.schemas.retry(db.query, accountId, collection, (schemaId) => {
         const plain = schemaId === 0 && options?.ifMatch === undefined && once === undefined && guard === undefined;
         const merged = plain ? db.rows.mergePatch?.(accountId, collection, rowId, patch, expiryNow()) : undefined;
-        return (
-          merged ??
-          db.rows.write(
-            async (trx) => {
-              if (once) await beginOnce(db, trx, accountId, once);
-              const patched = await patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, (row, before) => {
-                guard?.updating(rowId, before, row);
-                attempted = [{ id: rowId, fields: row }];
-              });
-              if (once) await recordOnce(db, trx, accountId, once, patched);
-              return patched;
-            },
-            writeKey(accountId, collection),
-          )
+        const seen = (row: Fields, before: Fields) => {
+          guard?.updating(rowId, before, row);
+          attempted = [{ id: rowId, fields: row }];
+        };
+        if (merged) return merged;
+        if (!once) return patchedTogether(db, { accountId, collection, rowId, patch, options, seen, schemaId });
+        return db.rows.write(
+          async (trx) => {
+            await beginOnce(db, trx, accountId, once);
+            const patched = await patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, seen);
+            await recordOnce(db, trx, accountId, once, patched);
+            return patched;
+          },
+          writeKey(accountId, collection),
         );
       }),
     );
   } catch (error) {
     throw db.rows.isRowTooLarge(error) ? rowTooLarge() : error;
   }
+}
+
+/** A patch as updateRow() queues it (patchGroups): with the schema it was sent with in mind. */
+type QueuedPatch = RowPatch & { accountId: number; collection: string; schemaId: number };
+
+/** The patches of one collection written together at most: a bound on how long the first waits for its answer. */
+const MAX_PATCHES_TOGETHER = 200;
+
+/**
+ * A patch without an Idempotency-Key, in a group with the patches of its collection queued beside it
+ * (patchGroups); its answer, or its own refusal, thrown.
+ */
+async function patchedTogether(db: Dialect, queued: QueuedPatch): Promise<VersionedRow> {
+  const answer = await patchGroups(db).add(writeKey(queued.accountId, queued.collection), queued);
+  if (answer instanceof Error) throw answer;
+  return answer;
+}
+
+/**
+ * The patches of each database, by collection, written in groups (../engine/grouping.ts): those that
+ * come while a group is written wait, and go together in the next, one transaction that reads their rows
+ * in one statement and stores them in a few (patches.ts, patchEachIn), where each alone would read and
+ * write its row in statements of its own, holding the collection's row from its first to its commit. A
+ * patch alone is written as before (patchRowIn). A group that fails writes nothing, and runs each patch
+ * again alone, which fails or succeeds as it would have without the others (a unique index's refusal,
+ * told apart by keepingUnique()).
+ */
+const grouped = new WeakMap<Dialect, Groups<QueuedPatch, VersionedRow | Error>>();
+
+function patchGroups(db: Dialect): Groups<QueuedPatch, VersionedRow | Error> {
+  let groups = grouped.get(db);
+  if (!groups) {
+    groups = new Groups({
+      maxWeight: MAX_PATCHES_TOGETHER,
+      run(key, patches) {
+        const [{ accountId, collection, rowId, patch, schemaId, options, seen }] = patches;
+        if (patches.length > 1) return db.rows.writeSeveral((trx) => patchEachIn(db, trx, accountId, collection, patches));
+        return db.rows
+          .write((trx) => patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, seen), key)
+          .then((answer) => [answer]);
+      },
+    });
+    grouped.set(db, groups);
+  }
+  return groups;
 }
 
 /** The row as `patch` makes it of the row stored now (none when there is no such row). */

@@ -11,9 +11,11 @@ export const deleteRowSql =
 
 /**
  * Changes by filter (../rows/writes.ts): the rows of the collection `?` that the filter `where` (SQL on
- * `id` and `data`, its bindings after the collection's id) matches, in id order, at most `?` of them.
+ * `id` and `data`, its bindings after the collection's id) matches, in id order, at most `?` of them, each
+ * its id, text and version.
  */
-export const matchedRowsSql = (where: string) => `select id, data from rows where collection_id = ? and (${where}) order by id limit ?`;
+export const matchedRowsSql = (where: string) =>
+  `select id, data, version from rows where collection_id = ? and (${where}) order by id limit ?`;
 
 /**
  * The rows named by id (the Dialect's rowIdsSql, a condition `byId` that names their collection too) that
@@ -23,7 +25,7 @@ export const matchedRowsSql = (where: string) => `select id, data from rows wher
  * rather than the ids' probes (docs/performance.md, "Rows that expire").
  */
 export const matchedByIdSql = (byId: string, where = 'true') =>
-  `with named as materialized (select * from rows where ${byId}) select id, data from named as rows where (${where}) order by id limit ?`;
+  `with named as materialized (select * from rows where ${byId}) select id, data, version from named as rows where (${where}) order by id limit ?`;
 
 /** The rows the condition `byId` names (the Dialect's rowIdsSql), deleted. */
 export const deleteRowsByIdSql = (byId: string) => `delete from rows where ${byId}`;
