@@ -161,6 +161,56 @@ describeEachBackend('writes of one collection sent together', (backend) => {
     );
   });
 
+  it('changes by filter sent together one after another, each on the rows as the ones before it left them', async () => {
+    // Row 1 of k 0, rows 2 to 41 of k 1 to 40.
+    expect((await client.post('/v1/collections', { name: 'filtered' })).status).to.equal(201);
+    const rows = Array.from({ length: ROWS + 1 }, (_, k) => ({ k, flag: false, n: 0 }));
+    expect((await client.post('/v1/collections/filtered/rows', rows)).status).to.equal(201);
+    const id = Number((await server.store.knex('collections').where({ name: 'filtered' }).first('id')).id);
+    const byFilter = (filter: object) => `/v1/collections/filtered/rows?filter=${encodeURIComponent(JSON.stringify(filter))}`;
+    // One change flags rows 2 to 21; each of the others counts on row 1 and on the flagged rows: how many it
+    // reaches tells whether it came after the first, and its event on row 1 where it came.
+    // Sent amid the others, so that most likely some count in the same group after it.
+    const count = () =>
+      patchOf<{ count: number }>(byFilter({ $or: [{ flag: true }, { k: 0 }] }), JSON_PATCH, [{ op: 'increment', path: '/n', value: 1 }]);
+    const sent = [
+      ...Array.from({ length: 10 }, count),
+      patchOf<{ count: number }>(byFilter({ flag: false, k: { $gte: 1, $lte: 20 } }), 'application/json', { flag: true }),
+      ...Array.from({ length: 10 }, count),
+    ];
+    const answers = await Promise.all(sent);
+    const [flagged] = answers.splice(10, 1);
+    const counted = answers;
+    expect([flagged, ...counted].map((answer) => answer.status)).to.deep.equal(Array(21).fill(200));
+    expect(flagged.body.count).to.equal(20);
+    const events = await server.store.readEvents(id, { after: ROWS + 1, limit: 1000 });
+    expect(events.map((event) => event.seq)).to.deep.equal(events.map((_, index) => ROWS + 2 + index));
+    // The events in blocks, a change's each: the flags' 20, and each count's, from its event on row 1.
+    const blocks: (typeof events)[] = [];
+    let flagging = false;
+    for (const event of events) {
+      const flags = event.previous?.flag === false && event.row.flag === true;
+      if (event.row.id === 1 || (flags && !flagging)) blocks.push([event]);
+      else blocks.at(-1)?.push(event);
+      flagging = flags;
+    }
+    const flagsAt = blocks.findIndex((block) => block[0].row.id !== 1);
+    expect(blocks[flagsAt].map((event) => event.row.id)).to.deep.equal(Array.from({ length: 20 }, (_, index) => index + 2));
+    // Each count reached row 1 alone before the flags, and row 1 and the 20 flagged after them, each once.
+    const sizes = blocks
+      .filter((_, index) => index !== flagsAt)
+      .map((block, index) => {
+        expect(block[0].row.id).to.equal(1);
+        expect(block.map((event) => event.row.n)).to.deep.equal(block.map((event) => Number(event.previous?.n) + 1));
+        expect(block).to.have.length(index < flagsAt ? 1 : 21);
+        return block.length;
+      });
+    expect(counted.map((answer) => answer.body.count).sort((a, b) => a - b)).to.deep.equal(sizes.sort((a, b) => a - b));
+    const after = 20 - flagsAt;
+    const stored = (await client.get<Row[]>('/v1/collections/filtered/rows?limit=100')).body;
+    expect(stored.map((row) => row.n)).to.deep.equal(rows.map(({ k }) => (k === 0 ? 20 : k <= 20 ? after : 0)));
+  });
+
   if (backend === 'postgres')
     it('commits the patches, and the deletes, queued side by side together, in fewer transactions than writes', async () => {
       await seeded('fewer');

@@ -3,15 +3,12 @@
 // checked against its collection's schema, then stored by the dialect (../engine/port.ts, RowPort) with
 // its event, its sort keys and its words. The requests' own writes are updates.ts's.
 
-import { ApiError, rowNotFound } from '../../errors.ts';
 import { expiryNow } from '../../expiry/ttl.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
 import { overRowBound, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PatchedRow } from '../engine/port.ts';
-import { TRUE } from '../engine/sql/template.ts';
-import { liveWhere } from '../expiry/live.ts';
 import {
   type ChangedRows,
   changedRows,
@@ -81,7 +78,7 @@ export interface RowPatch {
  * against If-Match (412), patched (409 patch_conflict), checked against the schema `schemaId` (its
  * errors naming the row `place`) and the bound on a row's weight.
  */
-async function patchedRow(
+export async function patchedRow(
   db: Dialect,
   trx: WriteTx,
   collection: string,
@@ -100,68 +97,6 @@ async function patchedRow(
   const text = JSON.stringify(row);
   if (overRowBound(text)) throw rowTooLarge();
   return { row, text };
-}
-
-/**
- * Patches of rows of one collection sent side by side (updates.ts, patchGroups), inside `trx`, in the
- * order given, as if each were written alone in that order: the collection's row held, the rows read
- * by their ids in one statement, each patch applied in Node to its row as the patches before it left it,
- * and the rows stored by the dialect's writePatched, a statement for many rows, each with an event of
- * each of its patches (a row patched twice is stored in a second write, after the first). Each patch's
- * answer is its row as now stored, or its own refusal (404, 409, 412, 413, 422, a rule's), which writes
- * nothing of it; any other failure is thrown, and nothing is written.
- */
-export async function patchEachIn(
-  db: Dialect,
-  trx: WriteTx,
-  accountId: number,
-  collection: string,
-  patches: readonly RowPatch[],
-): Promise<(VersionedRow | ApiError)[]> {
-  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-  const ids = [...new Set(patches.map(({ rowId }) => rowId))];
-  const found = await matchedRows(db, trx, id, { ids, where: liveWhere(TRUE) }, ids.length);
-  const rows = new Map(found.map((row) => [row.id, { data: row.data, version: versionOf(id, row.version) }]));
-  const answers: (VersionedRow | ApiError)[] = [];
-  // The rows patched and not yet stored, each once, and the patches each stands for.
-  let pending: { row: PatchedRow; patched: readonly string[] | undefined; place: number }[] = [];
-  const store = async () => {
-    const written = pending.map(({ row }) => row);
-    const stored = await db.rows.writePatched(trx, accountId, collection, id, schemaId, written, fieldsOfAll(pending));
-    for (const [index, { row, place }] of pending.entries()) {
-      answers[place] = stored[index];
-      rows.set(row.id, { data: row.text, version: stored[index].version });
-    }
-    pending = [];
-  };
-  for (const [place, each] of patches.entries()) {
-    if (pending.some(({ row }) => row.id === each.rowId)) await store();
-    const stored = rows.get(each.rowId);
-    try {
-      if (!stored) throw rowNotFound(collection, each.rowId);
-      const { row, text } = await patchedRow(db, trx, collection, schemaId, each, stored.data, stored.version, 0);
-      pending.push({
-        row: { id: each.rowId, data: stored.data, version: stored.version, fields: row, text },
-        patched: patchedFields(each.patch),
-        place,
-      });
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      answers[place] = error;
-    }
-  }
-  if (pending.length > 0) await store();
-  return answers;
-}
-
-/** The fields any of the patches set: undefined when one of them may set any. */
-function fieldsOfAll(patches: readonly { patched: readonly string[] | undefined }[]): readonly string[] | undefined {
-  const fields = new Set<string>();
-  for (const { patched } of patches) {
-    if (!patched) return undefined;
-    for (const field of patched) fields.add(field);
-  }
-  return [...fields];
 }
 
 /**
@@ -187,12 +122,28 @@ export async function patchRowsIn(
   if (rows.length === 0) return changedRows([]);
   const unread = schemaId === 0 && !guard ? db.rows.patchByPath?.(trx, accountId, collection, rows, patch) : undefined;
   if (unread) return changedRows(await unread);
+  const written = await patchedRows(db, trx, collection, schemaId, rows, patch, guard);
+  return changedRows(await db.rows.writePatched(trx, accountId, collection, id, schemaId, written, patchedFields(patch)));
+}
+
+/**
+ * `rows` as `patch` makes them (409 patch_conflict), each guarded, checked against the schema
+ * `schemaId` (422, each failing row named by its id: openapi.yaml, RowError) and the bound on a row's
+ * weight (413).
+ */
+export async function patchedRows(
+  db: Dialect,
+  trx: WriteTx,
+  collection: string,
+  schemaId: number,
+  rows: readonly MatchedRow[],
+  patch: Patch,
+  guard?: RowGuard,
+): Promise<PatchedRow[]> {
   const patched = rows.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
   for (const [index, row] of rows.entries()) guard?.updating(row.id, JSON.parse(row.data), patched[index]);
-  // Each row that fails is named by its id (openapi.yaml, RowError).
   await db.schemas.check(readIn(db, trx), schemaId, collection, patched, (index) => rows[index].id);
   const texts = patched.map((fields) => JSON.stringify(fields));
   if (texts.some(overRowBound)) throw rowTooLarge();
-  const written = rows.map((row, index) => ({ ...row, fields: patched[index], text: texts[index] }));
-  return changedRows(await db.rows.writePatched(trx, accountId, collection, id, schemaId, written, patchedFields(patch)));
+  return rows.map((row, index) => ({ ...row, fields: patched[index], text: texts[index] }));
 }

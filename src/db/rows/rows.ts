@@ -94,7 +94,7 @@ export async function noSuchRow(db: Dialect, accountId: number, collection: stri
 }
 
 /** 400 for a change by filter that matches more rows than one request may change: nothing of it is written. */
-const tooManyRows = (max: number) =>
+export const tooManyRows = (max: number) =>
   validationFailed(
     `One change by filter changes at most ${max} rows, and this filter matches more: narrow it (by ranges of id, say) and send each part.`,
     [{ in: 'query', name: 'filter', message: `matches more than ${max} rows` }],

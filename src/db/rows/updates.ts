@@ -1,18 +1,18 @@
-// Patches of rows as requests send them (openapi.yaml, updateRow and updateRows): each a write of its own,
-// the rows patched inside it as patches.ts patches them, a refusal by a unique index told apart (unique.ts).
-// Where a dialect can set the fields of a plain top-level merge without reading the row (SQLite), it
-// does (RowPort.mergePatch, patchByPath).
+// Patches of rows as requests send them (openapi.yaml, updateRow and updateRows): the rows patched as
+// patches.ts patches them, those of one collection sent side by side written together (together.ts), a
+// refusal by a unique index told apart (unique.ts). Where a dialect can set the fields of a plain
+// top-level merge without reading the row (SQLite), it does (RowPort.mergePatch, patchByPath).
 
 import { expiryNow } from '../../expiry/ttl.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
-import type { Filter } from '../../query/filter.ts';
+import { type Filter, holdsRelated, holdsSearch } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { WrittenRow } from '../collections/indexes.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { patchEachIn, patchRowIn, patchRowsIn, type RowPatch } from './patches.ts';
+import { patchRowIn, patchRowsIn, type RowPatch } from './patches.ts';
 import {
   type ChangedRows,
   type Fields,
@@ -23,6 +23,7 @@ import {
   type WriteOptions,
   writeKey,
 } from './rows.ts';
+import { type FilterChange, patchEachIn, patchEachWhereIn } from './together.ts';
 import { keepingUnique } from './unique.ts';
 import { liveFilterWhere } from './writes.ts';
 
@@ -75,49 +76,77 @@ export async function updateRow(
 }
 
 /** A patch as updateRow() queues it (patchGroups): with the schema it was sent with in mind. */
-type QueuedPatch = RowPatch & { accountId: number; collection: string; schemaId: number };
+type QueuedPatch = RowPatch & Queued & { schemaId: number };
 
-/** The patches of one collection written together at most: a bound on how long the first waits for its answer. */
-const MAX_PATCHES_TOGETHER = 200;
+/** A change by filter as updateRowsWhere() queues it (changeGroups). */
+type QueuedChange = FilterChange & Queued;
+
+/** A write queued by its collection. */
+type Queued = { accountId: number; collection: string };
+
+/** The writes of one collection written together at most: a bound on how long the first waits for its answer. */
+const MAX_WRITES_TOGETHER = 200;
 
 /**
- * A patch without an Idempotency-Key, in a group with the patches of its collection queued beside it
- * (patchGroups); its answer, or its own refusal, thrown.
+ * The patches, and the changes by filter, of each database, by collection, written in groups
+ * (../engine/grouping.ts): those that come while a group is written wait, and go together in the next,
+ * one transaction that reads their rows in one statement and stores them in a few (together.ts), where
+ * each alone would read and write in statements of its own, holding the collection's row from its first
+ * to its commit. A write alone is written as before (patchRowIn, patchRowsIn). A group that fails writes
+ * nothing, and runs each write again alone, which fails or succeeds as it would have without the others
+ * (a unique index's refusal, told apart by keepingUnique()).
  */
-async function patchedTogether(db: Dialect, queued: QueuedPatch): Promise<VersionedRow> {
-  const answer = await patchGroups(db).add(writeKey(queued.accountId, queued.collection), queued);
+const patchGroups = new WeakMap<Dialect, Groups<QueuedPatch, VersionedRow | Error>>();
+const changeGroups = new WeakMap<Dialect, Groups<QueuedChange, ChangedRows | Error>>();
+
+/**
+ * `item` in a group with the writes of its collection queued beside it in `made`'s groups of `db` (made on
+ * first use, with `alone`, the write of a group of one, and `each`, of several): its answer, or its own
+ * refusal, thrown.
+ */
+async function writtenTogether<I extends Queued, R>(
+  made: WeakMap<Dialect, Groups<I, R | Error>>,
+  db: Dialect,
+  item: I,
+  alone: (item: I, key: string) => Promise<R>,
+  each: (trx: WriteTx, accountId: number, collection: string, items: I[]) => Promise<(R | Error)[]>,
+): Promise<R> {
+  let groups = made.get(db);
+  if (!groups) {
+    groups = new Groups<I, R | Error>({
+      maxWeight: MAX_WRITES_TOGETHER,
+      run(key, items) {
+        const [{ accountId, collection }] = items;
+        if (items.length === 1) return alone(items[0], key).then((answer) => [answer]);
+        return db.rows.writeSeveral((trx) => each(trx, accountId, collection, items));
+      },
+    });
+    made.set(db, groups);
+  }
+  const answer = await groups.add(writeKey(item.accountId, item.collection), item);
   if (answer instanceof Error) throw answer;
   return answer;
 }
 
-/**
- * The patches of each database, by collection, written in groups (../engine/grouping.ts): those that
- * come while a group is written wait, and go together in the next, one transaction that reads their rows
- * in one statement and stores them in a few (patches.ts, patchEachIn), where each alone would read and
- * write its row in statements of its own, holding the collection's row from its first to its commit. A
- * patch alone is written as before (patchRowIn). A group that fails writes nothing, and runs each patch
- * again alone, which fails or succeeds as it would have without the others (a unique index's refusal,
- * told apart by keepingUnique()).
- */
-const grouped = new WeakMap<Dialect, Groups<QueuedPatch, VersionedRow | Error>>();
+const patchedTogether = (db: Dialect, queued: QueuedPatch) =>
+  writtenTogether<QueuedPatch, VersionedRow>(
+    patchGroups,
+    db,
+    queued,
+    ({ accountId, collection, rowId, patch, schemaId, options, seen }, key) =>
+      db.rows.write((trx) => patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, seen), key),
+    (trx, accountId, collection, patches) => patchEachIn(db, trx, accountId, collection, patches),
+  );
 
-function patchGroups(db: Dialect): Groups<QueuedPatch, VersionedRow | Error> {
-  let groups = grouped.get(db);
-  if (!groups) {
-    groups = new Groups({
-      maxWeight: MAX_PATCHES_TOGETHER,
-      run(key, patches) {
-        const [{ accountId, collection, rowId, patch, schemaId, options, seen }] = patches;
-        if (patches.length > 1) return db.rows.writeSeveral((trx) => patchEachIn(db, trx, accountId, collection, patches));
-        return db.rows
-          .write((trx) => patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, seen), key)
-          .then((answer) => [answer]);
-      },
-    });
-    grouped.set(db, groups);
-  }
-  return groups;
-}
+const changedTogether = (db: Dialect, queued: QueuedChange) =>
+  writtenTogether<QueuedChange, ChangedRows>(
+    changeGroups,
+    db,
+    queued,
+    ({ accountId, collection, match, patch, max, guard, matched }, key) =>
+      db.rows.writeSeveral((trx) => patchRowsIn(db, trx, accountId, collection, match, patch, max, guard, matched), key),
+    (trx, accountId, collection, changes) => patchEachWhereIn(db, trx, accountId, collection, changes),
+  );
 
 /** The row as `patch` makes it of the row stored now (none when there is no such row). */
 async function storedPatched(db: Dialect, accountId: number, collection: string, rowId: number, patch: Patch): Promise<WrittenRow[]> {
@@ -140,24 +169,29 @@ export async function updateRowsWhere(
   max: number,
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
-  const where = await liveFilterWhere(db, accountId, collection, filter);
+  const match = await liveFilterWhere(db, accountId, collection, filter);
   // The rows as patched, as a unique index would see them.
   let seen: MatchedRow[] = [];
   const attempted = () => seen.map((row) => ({ id: row.id, fields: applyPatch(patch, JSON.parse(row.data), row.id) }));
+  const matched = (rows: MatchedRow[]) => {
+    seen = rows;
+  };
+  const { once, guard } = options ?? {};
   try {
-    return await keepingUnique(db, accountId, collection, attempted, () =>
-      db.rows.writeSeveral(
+    return await keepingUnique(db, accountId, collection, attempted, () => {
+      // Together with the changes beside it, where its filter can be tested in Node too (together.ts).
+      if (!once && !holdsRelated(filter) && !holdsSearch(filter))
+        return changedTogether(db, { accountId, collection, filter, match, patch, max, guard, matched });
+      return db.rows.writeSeveral(
         async (trx) => {
-          if (options?.once) await beginOnce(db, trx, accountId, options.once);
-          const changed = await patchRowsIn(db, trx, accountId, collection, where, patch, max, options?.guard, (matched) => {
-            seen = matched;
-          });
-          if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
+          if (once) await beginOnce(db, trx, accountId, once);
+          const changed = await patchRowsIn(db, trx, accountId, collection, match, patch, max, guard, matched);
+          if (once) await recordOnce(db, trx, accountId, once, changed);
           return changed;
         },
         writeKey(accountId, collection),
-      ),
-    );
+      );
+    });
   } catch (error) {
     throw db.rows.isRowTooLarge(error) ? rowTooLarge() : error;
   }
