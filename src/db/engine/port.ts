@@ -90,8 +90,7 @@ interface RowToPatch {
   write(text: string, row: Fields, patch: Patch): Promise<VersionedRow>;
 }
 
-/** A row a change by filter patches: as it was matched, and as patched (its fields and text). */
-/** A row matched, as a patch makes it: its fields and their JSON text. */
+/** A row a change patches: as it was matched, and as patched (its fields and their JSON text). */
 export interface PatchedRow extends MatchedRow {
   fields: Fields;
   text: string;

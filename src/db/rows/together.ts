@@ -9,7 +9,7 @@
 
 import { ApiError, rowNotFound } from '../../errors.ts';
 import { type Patch, patchedFields } from '../../patches/index.ts';
-import { matches } from '../../query/evaluate.ts';
+import { matches, type Row } from '../../query/evaluate.ts';
 import type { Filter } from '../../query/filter.ts';
 import { versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
@@ -60,7 +60,8 @@ export async function patchEachIn(
     try {
       if (!stored) throw rowNotFound(collection, each.rowId);
       const { row, text } = await patchedRow(db, trx, collection, schemaId, each, stored.data, stored.version, 0);
-      unstored.add({ id: each.rowId, data: stored.data, version: stored.version, fields: row, text }, each.patch, place);
+      const patched = { id: each.rowId, data: stored.data, version: stored.version, fields: row, text };
+      unstored.add(patched, patchedFields(each.patch), place);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       answers[place] = error;
@@ -114,8 +115,8 @@ export async function patchEachWhereIn(
   );
   const own: MatchedRow[][] = changes.map(() => []);
   for (const row of found) own[Number(row.n)].push({ id: Number(row.id), data: row.data, version: row.version });
-  // The rows the changes so far patched, as they left them.
-  const patched = new Map<number, MatchedRow>();
+  // The rows the changes so far patched, as they left them, each with its fields as a filter tests them.
+  const patched = new Map<number, { row: MatchedRow; tested: Row }>();
   const unstored = new Unstored(db, trx, accountId, collection, id, schemaId);
   const answers: (ChangedRows | ApiError)[] = [];
   const written: VersionedRow[][] = changes.map(() => []);
@@ -128,7 +129,7 @@ export async function patchEachWhereIn(
     if (read.length > change.max && read.some((row) => patched.has(row.id))) throw new ReadAgain();
     const rows = [
       ...read.filter((row) => !patched.has(row.id)),
-      ...[...patched.values()].filter((row) => matches(change.filter, { ...JSON.parse(row.data), id: row.id })),
+      ...[...patched.values()].flatMap(({ row, tested }) => (matches(change.filter, tested) ? [row] : [])),
     ].sort((a, b) => a.id - b.id);
     if (rows.length > change.max) {
       answers[place] = tooManyRows(change.max);
@@ -138,9 +139,10 @@ export async function patchEachWhereIn(
     try {
       const changed = await patchedRows(db, trx, collection, schemaId, rows, change.patch, change.guard);
       if (changed.some((row) => unstored.holds(row.id))) await store();
+      const fields = patchedFields(change.patch);
       for (const row of changed) {
-        unstored.add(row, change.patch, place);
-        patched.set(row.id, { id: row.id, data: row.text, version: row.version });
+        unstored.add(row, fields, place);
+        patched.set(row.id, { row: { id: row.id, data: row.text, version: row.version }, tested: { ...row.fields, id: row.id } });
       }
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
@@ -186,9 +188,9 @@ class Unstored {
     return this.ids.has(id);
   }
 
-  /** The row `row`, as the write at `place` patched it by `patch`. */
-  add(row: PatchedRow, patch: Patch, place: number): void {
-    this.rows.push({ row, fields: patchedFields(patch), place });
+  /** The row `row`, as the write at `place` patched it, setting `fields` (patchedFields(); undefined for any). */
+  add(row: PatchedRow, fields: readonly string[] | undefined, place: number): void {
+    this.rows.push({ row, fields, place });
     this.ids.add(row.id);
   }
 
