@@ -211,6 +211,73 @@ describeEachBackend('writes of one collection sent together', (backend) => {
     expect(stored.map((row) => row.n)).to.deep.equal(rows.map(({ k }) => (k === 0 ? 20 : k <= 20 ? after : 0)));
   });
 
+  it('changes by filter through indexes sent together: each changes exactly the rows its filter keeps, or is refused alone', async () => {
+    // Its own server: no change may patch more than 20 rows.
+    const small = await startTestServer({ maxRowsByFilter: 20 }, { backend });
+    try {
+      const own = await small.client();
+      expect((await own.post('/v1/collections', { name: 'ranged' })).status).to.equal(201);
+      for (const field of ['score', 'name'])
+        expect((await own.post('/v1/collections/ranged/indexes', { fields: [field] })).status).to.equal(201);
+      // Scores 0 to 59, a few of them strings, names n00 to n11, five rows each; then 30 rows of scores from 100
+      // that only a change refused reads (one that met rows the others patched would have each run again alone).
+      const rows = [
+        ...Array.from({ length: 60 }, (_, i) => ({ score: i % 13 === 5 ? String(i) : i, name: `n${String(i % 12).padStart(2, '0')}` })),
+        ...Array.from({ length: 30 }, (_, i) => ({ score: 100 + i, name: 'x' })),
+      ];
+      expect((await own.post('/v1/collections/ranged/rows', rows)).status).to.equal(201);
+      type Fields = { score: number | string; name: string };
+      const number = (test: (score: number) => boolean) => (row: Fields) => typeof row.score === 'number' && test(row.score);
+      // Each a change that sets a field of its own on the rows its filter keeps: in any order, the same rows.
+      const changes: { filter: object; keeps: (row: Fields) => boolean }[] = [
+        ...[0, 7, 30, 52].map((from) => ({
+          filter: { score: { $gte: from, $lt: from + 5 } },
+          keeps: number((s) => s >= from && s < from + 5),
+        })),
+        { filter: { score: { $gt: 40, $lte: 44 } }, keeps: number((s) => s > 40 && s <= 44) },
+        { filter: { score: 3 }, keeps: number((s) => s === 3) },
+        { filter: { score: '18' }, keeps: (row) => row.score === '18' },
+        { filter: { name: 'n03' }, keeps: (row) => row.name === 'n03' },
+        { filter: { name: { $gte: 'n10', $lt: 'n11' } }, keeps: (row) => row.name >= 'n10' && row.name < 'n11' },
+        {
+          filter: { name: { $prefix: 'n0' }, score: { $lt: 10 } },
+          keeps: (row) => row.name.startsWith('n0') && number((s) => s < 10)(row),
+        },
+        { filter: { score: { $in: [1, 31, 59] } }, keeps: number((s) => [1, 31, 59].includes(s)) },
+        // A range of ten rows, one of which the filter keeps.
+        {
+          filter: { score: { $gte: 20, $lt: 30 }, name: 'n02' },
+          keeps: (row) => row.name === 'n02' && number((s) => s >= 20 && s < 30)(row),
+        },
+        // A range of every row: more keys than a change may patch, its rows read again by its whole filter.
+        {
+          filter: { score: { $gte: 0 }, name: { $in: ['n05', 'n06'] } },
+          keeps: (row) => ['n05', 'n06'].includes(row.name) && number((s) => s >= 0)(row),
+        },
+      ];
+      const byFilter = (filter: object) => `/v1/collections/ranged/rows?filter=${encodeURIComponent(JSON.stringify(filter))}`;
+      const sent = changes.map(({ filter }, k) => own.patch<{ count: number }>(byFilter(filter), { [`c${k}`]: true }));
+      // 30 rows, amid the others: refused, nothing of it written.
+      const refusal = own.patch(byFilter({ score: { $gte: 100 } }), { refused: true });
+      const answers = await Promise.all(sent);
+      const refused = await refusal;
+      expect(refused.status, refused.text).to.equal(400);
+      const stored = (await own.get<Row[]>('/v1/collections/ranged/rows?limit=1000')).body;
+      for (const [k, { keeps }] of changes.entries()) {
+        expect(answers[k].status, answers[k].text).to.equal(200);
+        const kept = rows.flatMap((row, i) => (keeps(row) ? [i + 1] : []));
+        expect(answers[k].body.count, JSON.stringify(changes[k].filter)).to.equal(kept.length);
+        expect(
+          stored.filter((row) => row[`c${k}`] === true).map((row) => row.id),
+          JSON.stringify(changes[k].filter),
+        ).to.deep.equal(kept);
+      }
+      expect(stored.some((row) => 'refused' in row)).to.equal(false);
+    } finally {
+      await small.stop();
+    }
+  });
+
   if (backend === 'postgres')
     it('commits the patches, and the deletes, queued side by side together, in fewer transactions than writes', async () => {
       await seeded('fewer');

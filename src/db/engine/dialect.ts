@@ -151,6 +151,17 @@ export interface Dialect {
    * primary key (the dialect's sql/rows.ts). The rows a change by filter tests.
    */
   rangeRowsSql(collectionId: number, slot: number, bounds: { sql: string; params: SqlValue[] }): { sql: string; params: SqlValue[] };
+  /**
+   * The keys of each of `ranges` and their rows, in one statement: a row a range's place `n`, its key's
+   * row's `id`, `data` and `version`, those null where the row does not meet `where` (a condition on
+   * `rows`); at most a range's `limit` keys each. The rows of the changes by filter written together
+   * (../rows/together.ts), each tested by its filter there (the dialect's sql/rows.ts).
+   */
+  rangesRowsSql(
+    collectionId: number,
+    ranges: readonly KeyRange[],
+    where: { sql: string; params: SqlValue[] },
+  ): { sql: string; params: SqlValue[] };
   /** The statement that writes the events of one change (../events/events.ts, appendEvents): the dialect's sql/events.ts. */
   insertEventsSql(events: EventsWrite): { sql: string; params: SqlValue[] };
 }
@@ -242,6 +253,13 @@ export type ValueCondition = { op: IndexedOperator; operand: KeyValue } | { op: 
 export interface KeyBounds {
   rank: 1 | 2 | 3;
   conditions: KeyCondition[];
+}
+
+/** A sort index's range (the slot of its field, the bounds of its keys), read up to `limit` keys (Dialect.rangesRowsSql). */
+export interface KeyRange {
+  slot: number;
+  bounds: KeyBounds;
+  limit: number;
 }
 
 /** Runs one statement and answers its rows: alone, or inside the write that needs it. */

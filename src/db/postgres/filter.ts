@@ -10,7 +10,7 @@
 // a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
 import { compareCodePoints } from '../../query/evaluate.ts';
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import type { KeyBounds } from '../engine/dialect.ts';
+import type { KeyBounds, KeyValue } from '../engine/dialect.ts';
 import { type DialectFilter, filterWith, readsData } from '../engine/sql/filter.ts';
 import { allOf, raw, type Sql, sql } from '../engine/sql/template.ts';
 import { document, escapeString } from './jsonb.ts';
@@ -99,23 +99,58 @@ export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
       continue;
     }
     const { op, operand } = condition;
-    if (typeof operand !== 'string') {
-      parts.push(sql`num ${raw(op === '$eq' ? '=' : signs[op as keyof typeof signs])} ${JSON.stringify(Number(operand))}::numeric`);
+    if (op !== '$prefix') {
+      parts.push(comparedSql(op, operand, bound));
       continue;
     }
-    const key = escapeString(operand);
-    const cut = sql`left(${key}::text, ${raw(String(POSTGRES_KEY_CHARS))})`;
-    parts.push(sql`num is null`);
-    if (op === '$eq') parts.push(sql`str = ${cut}`);
-    else if (op === '$gt' || op === '$gte') parts.push(sql`str >= ${cut}`);
-    else if (op === '$lt' || op === '$lte') parts.push(sql`str <= ${cut}`);
-    else {
-      parts.push(sql`str >= ${cut}`);
-      const after = successor(key);
-      if (after !== undefined) parts.push(sql`str < ${after}::text`);
-    }
+    const key = escapeString(operand as string);
+    parts.push(sql`num is null`, sql`str >= ${cut(bound(key, 'text'))}`);
+    const after = successor(key);
+    if (after !== undefined) parts.push(sql`str < ${after}::text`);
   }
   return allOf(parts);
+}
+
+/**
+ * A range whose every condition compares the key with one value (`$eq`, `$gt`, `$gte`, `$lt`, `$lte`),
+ * as keyBoundsSql() reads it, but for its values: `sql`, the text every range of its shape shares, whose
+ * value `i` is the column `b.v<i>` of a batch of ranges (sql/rows.ts, rangesRowsSql), and `values`, each
+ * a typed binding, in that order. Undefined for a range of `$in`, `$ids` or `$prefix`.
+ */
+export function boundsShape({ rank, conditions }: KeyBounds): { sql: string; values: Sql[] } | undefined {
+  const values: Sql[] = [];
+  const parts = [raw(`rank = ${rank}`)];
+  for (const condition of conditions) {
+    if (condition.op === '$in' || condition.op === '$ids' || condition.op === '$prefix') return undefined;
+    parts.push(
+      comparedSql(condition.op, condition.operand, (text, type) => {
+        values.push(bound(text, type));
+        return raw(`b.v${values.length - 1}`);
+      }),
+    );
+  }
+  return { sql: allOf(parts).sql, values };
+}
+
+/** A value of a key's bounds as a binding of its type. */
+const bound = (text: string, type: 'numeric' | 'text'): Sql => sql`${text}::${raw(type)}`;
+
+/** A string's key: its first POSTGRES_KEY_CHARS characters. */
+const cut = (text: Sql): Sql => sql`left(${text}, ${raw(String(POSTGRES_KEY_CHARS))})`;
+
+/**
+ * The keys `op` holds for on `operand`, which `value` writes: a number's text (numeric), or a string's
+ * key, escaped (text), compared inclusive on its cut.
+ */
+function comparedSql(
+  op: '$eq' | '$gt' | '$gte' | '$lt' | '$lte',
+  operand: KeyValue,
+  value: (text: string, type: 'numeric' | 'text') => Sql,
+): Sql {
+  if (typeof operand !== 'string')
+    return sql`num ${raw(op === '$eq' ? '=' : signs[op])} ${value(JSON.stringify(Number(operand)), 'numeric')}`;
+  const sign = op === '$eq' ? '=' : op === '$gt' || op === '$gte' ? '>=' : '<=';
+  return sql`num is null and str ${raw(sign)} ${cut(value(escapeString(operand), 'text'))}`;
 }
 
 /**

@@ -25,7 +25,7 @@ import { insertEventsSql } from './sql/events.ts';
 import { holdSweptSql, refreshExpiriesSql, sweepBatchSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, namingRowsSql, rowIdsSql } from './sql/relations.ts';
-import { holdOnceSql, pruneOnceSql, rangeRowsSql } from './sql/rows.ts';
+import { holdOnceSql, pruneOnceSql, rangeRowsSql, rangesRowsSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { ackStreamsSql, claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runSnapshot, runTimed, runWrite } from './statements.ts';
@@ -108,6 +108,7 @@ export async function openPostgres(
     keyRowIdsSql,
     namingRowsSql,
     rangeRowsSql,
+    rangesRowsSql,
     insertEventsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.

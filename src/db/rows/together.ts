@@ -13,10 +13,12 @@ import { matches, type Row } from '../../query/evaluate.ts';
 import type { Filter } from '../../query/filter.ts';
 import { versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
-import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, KeyRange, WriteTx } from '../engine/dialect.ts';
 import type { PatchedRow } from '../engine/port.ts';
-import { TRUE } from '../engine/sql/template.ts';
+import type { SortedEntry } from '../engine/sorted.ts';
+import { type Sql, TRUE } from '../engine/sql/template.ts';
 import { liveWhere } from '../expiry/live.ts';
+import { inIndex } from '../reads/filter-indexes.ts';
 import { patchedRow, patchedRows, patchRowsIn, type RowPatch } from './patches.ts';
 import {
   type ChangedRows,
@@ -105,16 +107,7 @@ export async function patchEachWhereIn(
     return inTurn(changes, (change) =>
       patchRowsIn(db, trx, accountId, collection, change.match, change.patch, change.max, change.guard, change.matched),
     );
-  const reads = changes.map(({ match, max }) => filterMatchSql(db, id, match, max + 1, sorted));
-  const sql = reads.map((read, place) => `select ${place} as n, id, data, version from (${read.sql}) as m${place}`).join(' union all ');
-  const found = await db.run<{ n: number | string; id: number | string; data: string; version: number | string }>(
-    trx,
-    sql,
-    reads.flatMap((read) => read.params),
-    true,
-  );
-  const own: MatchedRow[][] = changes.map(() => []);
-  for (const row of found) own[Number(row.n)].push({ id: Number(row.id), data: row.data, version: row.version });
+  const own = await rowsOfEach(db, trx, id, changes, sorted);
   // The rows the changes so far patched, as they left them, each with its fields as a filter tests them.
   const patched = new Map<number, { row: MatchedRow; tested: Row }>();
   const unstored = new Unstored(db, trx, accountId, collection, id, schemaId);
@@ -151,6 +144,60 @@ export async function patchEachWhereIn(
   }
   await store();
   return changes.map((_, place) => answers[place] ?? changedRows(written[place]));
+}
+
+/** A change's rows as read: `id` and the rest null for a key whose row the read's condition left out. */
+type ReadRow = { n: number | string; id: number | string | null; data: string; version: number | string };
+
+/**
+ * The rows of each change, read in one statement, before any of them is written. Where each finds its
+ * rows through a range of a sort index (FilterMatch), the ranges' keys and their rows (the Dialect's
+ * rangesRowsSql, which PostgreSQL plans once however many there are), each row then tested by its
+ * change's filter here (matches()); a change whose range holds more keys than it may patch reads its rows
+ * again by its filter's own statement. Else each change's filter's own statement, all in one.
+ */
+async function rowsOfEach(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  changes: readonly FilterChange[],
+  sorted: readonly SortedEntry[],
+): Promise<MatchedRow[][]> {
+  const own: MatchedRow[][] = changes.map(() => []);
+  const ranges = changes.map(({ match, max }): KeyRange | undefined => {
+    const index = inIndex(sorted, match.fields);
+    return index && { slot: index.slot, bounds: index.bounds, limit: max + 1 };
+  });
+  const keyed = ranges.every((range): range is KeyRange => range !== undefined);
+  const read = keyed ? db.rangesRowsSql(collectionId, ranges, liveWhere(TRUE)) : filterReads(db, collectionId, changes, sorted);
+  const keys = changes.map(() => 0);
+  for (const row of await db.run<ReadRow>(trx, read.sql, read.params, true)) {
+    const n = Number(row.n);
+    keys[n]++;
+    if (row.id === null) continue;
+    const found = { id: Number(row.id), data: row.data, version: row.version };
+    if (!keyed || matches(changes[n].filter, { ...JSON.parse(found.data), id: found.id })) own[n].push(found);
+  }
+  if (!keyed) return own;
+  for (const [n, { match, max }] of changes.entries()) {
+    if (keys[n] <= max) continue;
+    const alone = filterMatchSql(db, collectionId, match, max + 1, sorted);
+    own[n] = (await db.run<ReadRow>(trx, alone.sql, alone.params, true)).map((row) => ({
+      id: Number(row.id),
+      data: row.data,
+      version: row.version,
+    }));
+  }
+  return own;
+}
+
+/** The first `max + 1` rows of each change's filter, each by its own statement, as one (a union), each row with its change's place `n`. */
+function filterReads(db: Dialect, collectionId: number, changes: readonly FilterChange[], sorted: readonly SortedEntry[]): Sql {
+  const reads = changes.map(({ match, max }) => filterMatchSql(db, collectionId, match, max + 1, sorted));
+  return {
+    sql: reads.map((read, place) => `select ${place} as n, id, data, version from (${read.sql}) as m${place}`).join(' union all '),
+    params: reads.flatMap((read) => read.params),
+  };
 }
 
 /** Each change run by `run`, one after another in the transaction: its answer, or its own refusal. */

@@ -27,7 +27,7 @@ import { insertEventsSql } from './sql/events.ts';
 import { refreshExpiriesSql } from './sql/expiry.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, pageWithRelated, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, keyRowIdsSql, namingRowsSql, rowIdsSql } from './sql/relations.ts';
-import { onceAnswersSql, pruneOnceSql, rangeRowsSql, sqliteProcedures } from './sql/rows.ts';
+import { onceAnswersSql, pruneOnceSql, rangeRowsSql, rangesRowsSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { ackStreamsSql, claimStreamsSql, streamAcksProcedure } from './sql/webhooks.ts';
 import { SqliteWriter } from './writer.ts';
@@ -100,6 +100,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     keyRowIdsSql,
     namingRowsSql,
     rangeRowsSql,
+    rangesRowsSql,
     insertEventsSql,
     isUniqueViolation,
     isDeadlock,

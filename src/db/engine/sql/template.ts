@@ -81,3 +81,9 @@ function joined(parts: Sql[], op: 'and' | 'or', none: Sql): Sql {
   const half = parts.length >> 1;
   return sql`(${joined(parts.slice(0, half), op, none)}) ${raw(op)} (${joined(parts.slice(half), op, none)})`;
 }
+
+/** `parts` one after another, `separator` between each two (a list's commas, a union's `union all`). */
+export const listOf = (parts: readonly Sql[], separator: string): Sql => ({
+  sql: parts.map((part) => part.sql).join(separator),
+  params: parts.flatMap((part) => part.params),
+});

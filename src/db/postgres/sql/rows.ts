@@ -1,9 +1,12 @@
 // PostgreSQL's SQL of row writes (those both dialects share are in ../../sql/). `npm run generate`
 // writes every statement, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
+
+import type { KeyRange } from '../../engine/dialect.ts';
 import { isRelatedField } from '../../engine/sql/collections.ts';
 import { liveRowText } from '../../engine/sql/expiry.ts';
-import type { Sql } from '../../engine/sql/template.ts';
+import { listOf, raw, type Sql, sql } from '../../engine/sql/template.ts';
+import { boundsShape, keyBoundsSql } from '../filter.ts';
 import { document, jsonbOf } from '../jsonb.ts';
 import { carriedText, carriedUpdate, keyColumns, parsedUniqueKey, prefixColumn } from './collections.ts';
 import { rowExpiry } from './expiry.ts';
@@ -339,3 +342,35 @@ export const rangeRowsSql = (collectionId: number, slot: number, bounds: Sql): S
     cross join lateral (select ctid from rows where collection_id = (select ?::integer) and id = k.row_id offset 0) r))`,
   params: [collectionId, slot, ...bounds.params, collectionId],
 });
+
+/**
+ * The Dialect's rangesRowsSql: the ranges of one shape (../filter.ts, boundsShape; the bench's changes by
+ * filter, a range of scores each) as the rows of one VALUES list, each range's keys read by a lateral
+ * probe of `sort_keys_order`, so that PostgreSQL plans the statement once whatever the number of
+ * ranges, where a subquery of each would be planned each (docs/performance.md); a range of another kind
+ * (`$in`, `$prefix`) read by a subquery of its own. Each key's row is then probed by the primary key.
+ */
+export function rangesRowsSql(collectionId: number, ranges: readonly KeyRange[], where: Sql): Sql {
+  const collection = sql`(select ${collectionId}::integer)`;
+  const arms: Sql[] = [];
+  const shapes = new Map<string, { columns: number; rows: Sql[] }>();
+  for (const [n, { slot, bounds, limit }] of ranges.entries()) {
+    const shape = boundsShape(bounds);
+    if (!shape) {
+      arms.push(sql`(select ${n}::integer as n, row_id from sort_keys
+        where collection_id = ${collection} and slot = ${slot} and ${keyBoundsSql(bounds)} limit ${limit})`);
+      continue;
+    }
+    const values = listOf([sql`${n}::integer`, sql`${slot}::integer`, sql`${limit}::integer`, ...shape.values], ', ');
+    const same = shapes.get(shape.sql) ?? { columns: shape.values.length, rows: [] };
+    same.rows.push(sql`(${values})`);
+    shapes.set(shape.sql, same);
+  }
+  for (const [shape, { columns, rows }] of shapes) {
+    const names = ['n', 'slot', 'lim', ...Array.from({ length: columns }, (_, i) => `v${i}`)].join(', ');
+    arms.push(sql`(select b.n, k.row_id from (values ${listOf(rows, ', ')}) b(${raw(names)})
+      cross join lateral (select row_id from sort_keys where collection_id = ${collection} and slot = b.slot and ${raw(shape)} limit b.lim) k)`);
+  }
+  return sql`select k.n, r.id, r.data, r.version from (${listOf(arms, ' union all ')}) k
+    left join lateral (select id, data, version from rows where collection_id = ${collection} and id = k.row_id and (${where}) offset 0) r on true`;
+}
