@@ -361,7 +361,7 @@ export function rangesRowsSql(collectionId: number, ranges: readonly KeyRange[],
         where collection_id = ${collection} and slot = ${slot} and ${keyBoundsSql(bounds)} limit ${limit})`);
       continue;
     }
-    const values = listOf([sql`${n}::integer`, sql`${slot}::integer`, sql`${limit}::integer`, ...shape.values], ', ');
+    const values = listOf([sql`${n}::integer`, sql`${slot}::integer`, sql`${limit}::bigint`, ...shape.values], ', ');
     const same = shapes.get(shape.sql) ?? { columns: shape.values.length, rows: [] };
     same.rows.push(sql`(${values})`);
     shapes.set(shape.sql, same);
