@@ -2,12 +2,15 @@
 // deleteRows) whose filter an index of the collection serves: the keys of the index's range read, and
 // each key's row by the primary key, never every row of the collection, on both backends; on PostgreSQL
 // under the statistics of a collection just filled, in the generic plan a named statement gets, and so
-// too for the texts the patched rows' keys carry (src/db/postgres/sql/rows.ts, updateRowsSql).
+// too for the texts the patched rows' keys carry (src/db/postgres/sql/rows.ts, updateRowsSql). The ranges of
+// a group of changes sent side by side (rangesRowsSql, src/db/rows/together.ts) read alike, on PostgreSQL
+// those of one shape as one VALUES list, each range up to its own limit.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import type { Dialect } from '../../../src/db/engine/dialect.ts';
+import type { Dialect, KeyRange } from '../../../src/db/engine/dialect.ts';
+import { TRUE } from '../../../src/db/engine/sql/template.ts';
 import { liveWhere } from '../../../src/db/expiry/live.ts';
 import { openStore, type SqliteStore, type Store } from '../../../src/db/open-store.ts';
 import * as postgresFilter from '../../../src/db/postgres/filter.ts';
@@ -36,6 +39,23 @@ const indexedFilters = [
   ['a list of values', { k: { $in: [3, 5, 8] } }],
 ] as const;
 
+/** `count` ranges of ten scores of the index in slot 0, from 0, 300, 600…, each read up to `limit` keys. */
+const manyRanges = (count: number, limit: number): KeyRange[] =>
+  Array.from({ length: count }, (_, i) => ({
+    slot: 0,
+    bounds: {
+      rank: 1,
+      conditions: [
+        { op: '$gte', operand: 300 * i },
+        { op: '$lt', operand: 300 * i + 10 },
+      ],
+    },
+    limit,
+  }));
+
+/** A range of another kind, a list of three values, read up to two keys. */
+const listRange: KeyRange = { slot: 0, bounds: { rank: 1, conditions: [{ op: '$in', operand: [3, 5, 8] }] }, limit: 2 };
+
 describe('a change by filter through an index, as SQLite plans it', () => {
   let dir: string;
   let store: Store;
@@ -63,6 +83,21 @@ describe('a change by filter through an index, as SQLite plans it', () => {
       expect(plan.indexOf('SCAN rows')).to.be.above(plan.findIndex((detail) => detail.startsWith('SEARCH sort_keys')));
     });
   }
+
+  it("reads the ranges of a group of changes each through the index, and each key's row by its primary key", async () => {
+    const { sql, params } = sqliteRows.rangesRowsSql(1, [...manyRanges(3, 2 ** 31), listRange], liveWhere(TRUE));
+    const plan = (await (store as SqliteStore).readers.read<{ detail: string }>(`explain query plan ${sql}`, params)).map(
+      ({ detail }) => detail,
+    );
+    expect(
+      plan.filter((detail) => /^SEARCH sort_keys USING (COVERING )?INDEX sort_keys_order /.test(detail)),
+      plan.join('\n'),
+    ).to.have.length(4);
+    const rowReads = plan.filter((detail) => /^(SCAN|SEARCH) rows\b/.test(detail));
+    expect(rowReads.length).to.be.above(0);
+    for (const read of rowReads) expect(read).to.match(/^SEARCH rows USING INDEX \S+ \(collection_id=\? AND id=\?\)( LEFT-JOIN)?$/);
+    expect(plan.some((detail) => /^SCAN (rows|sort_keys)\b/.test(detail))).to.equal(false);
+  });
 
   it('tests every row of the collection when no field of the filter has an index', async () => {
     const { sql } = changeSql({ ...sqliteFilter, ...sqliteRows } as unknown as Parts, 1, { other: 7 }, ['k']);
@@ -143,6 +178,27 @@ describe('a change by filter through an index, as PostgreSQL plans it', () => {
       expect(plan).not.to.match(/Seq Scan on (rows|sort_keys)/);
     });
   }
+
+  it("reads many ranges of one shape as one VALUES list, each through the index, each key's row by its primary key", async () => {
+    const { sql, params } = postgresRows.rangesRowsSql(id, [...manyRanges(60, 2 ** 31), listRange], liveWhere(TRUE));
+    const plan = (await store.knex.raw(`explain ${sql}`, params)).rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+    expect(plan).to.include('Values Scan');
+    expect(plan).to.match(/Index (Only )?Scan using sort_keys_order on sort_keys/);
+    expect(plan).to.match(/Index Scan using rows_pkey on rows|Bitmap Index Scan on rows_pkey/);
+    expect(plan).not.to.match(/Seq Scan on (rows|sort_keys)/);
+    // Each range's keys, the first range's 1 to 9 (no row 0), the others' ten each; the list's first two.
+    const found: { n: number; id: string; data: string }[] = (await store.knex.raw(sql, params)).rows;
+    const byRange = Array.from({ length: 61 }, (_, n) =>
+      found
+        .filter((row) => row.n === n)
+        .map((row) => Number(row.id))
+        .sort((a, b) => a - b),
+    );
+    expect(byRange[0]).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    for (let i = 1; i < 60; i++) expect(byRange[i]).to.deep.equal(Array.from({ length: 10 }, (_, k) => 300 * i + k));
+    expect(byRange[60]).to.have.length(2);
+    expect(found.every((row) => row.data === `{"k":${row.id}}`)).to.equal(true);
+  });
 
   it("finds the keys of the patched rows each by its primary key, in the plan of the rows' update", async () => {
     const plan = await genericPlan(postgresRows.updateRowsSql, ['[[7,"{\\"k\\":7,\\"t\\":1}"]]', id, 20000, id]);
