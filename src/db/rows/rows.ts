@@ -114,10 +114,15 @@ export async function matchedRows(
   max: number,
   sorted: readonly SortedEntry[] = [],
 ): Promise<MatchedRow[]> {
-  const { sql, params } = matchedSql(db, collectionId, match, max + 1, sorted);
+  const rows = await readMatched(db, trx, matchedSql(db, collectionId, match, max + 1, sorted));
+  if (rows.length > max) throw tooManyRows(max);
+  return rows;
+}
+
+/** The rows a statement of matchedSql()'s or filterMatchSql()'s answers, inside `trx`. */
+export async function readMatched(db: Dialect, trx: WriteTx, { sql, params }: Sql): Promise<MatchedRow[]> {
   // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
   const rows = await db.run<{ id: number | string; data: string; version: number | string }>(trx, sql, params, true);
-  if (rows.length > max) throw tooManyRows(max);
   return rows.map((row) => ({ id: Number(row.id), data: row.data, version: row.version }));
 }
 

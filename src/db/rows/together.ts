@@ -16,7 +16,7 @@ import { advance } from '../collections/collections.ts';
 import type { Dialect, KeyRange, WriteTx } from '../engine/dialect.ts';
 import type { PatchedRow } from '../engine/port.ts';
 import type { SortedEntry } from '../engine/sorted.ts';
-import { type Sql, TRUE } from '../engine/sql/template.ts';
+import { listOf, type Sql, TRUE } from '../engine/sql/template.ts';
 import { liveWhere } from '../expiry/live.ts';
 import { inIndex } from '../reads/filter-indexes.ts';
 import { patchedRow, patchedRows, patchRowsIn, type RowPatch } from './patches.ts';
@@ -28,6 +28,7 @@ import {
   type MatchedRow,
   matchedRows,
   type RowGuard,
+  readMatched,
   tooManyRows,
   type VersionedRow,
 } from './rows.ts';
@@ -65,8 +66,7 @@ export async function patchEachIn(
       const patched = { id: each.rowId, data: stored.data, version: stored.version, fields: row, text };
       unstored.add(patched, patchedFields(each.patch), place);
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      answers[place] = error;
+      answers[place] = ownRefusal(error);
     }
   }
   await store();
@@ -138,8 +138,7 @@ export async function patchEachWhereIn(
         patched.set(row.id, { row: { id: row.id, data: row.text, version: row.version }, tested: { ...row.fields, id: row.id } });
       }
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      answers[place] = error;
+      answers[place] = ownRefusal(error);
     }
   }
   await store();
@@ -181,23 +180,18 @@ async function rowsOfEach(
   if (!keyed) return own;
   for (const [n, { match, max }] of changes.entries()) {
     if (keys[n] <= max) continue;
-    const alone = filterMatchSql(db, collectionId, match, max + 1, sorted);
-    own[n] = (await db.run<ReadRow>(trx, alone.sql, alone.params, true)).map((row) => ({
-      id: Number(row.id),
-      data: row.data,
-      version: row.version,
-    }));
+    own[n] = await readMatched(db, trx, filterMatchSql(db, collectionId, match, max + 1, sorted));
   }
   return own;
 }
 
 /** The first `max + 1` rows of each change's filter, each by its own statement, as one (a union), each row with its change's place `n`. */
 function filterReads(db: Dialect, collectionId: number, changes: readonly FilterChange[], sorted: readonly SortedEntry[]): Sql {
-  const reads = changes.map(({ match, max }) => filterMatchSql(db, collectionId, match, max + 1, sorted));
-  return {
-    sql: reads.map((read, place) => `select ${place} as n, id, data, version from (${read.sql}) as m${place}`).join(' union all '),
-    params: reads.flatMap((read) => read.params),
-  };
+  const reads = changes.map(({ match, max }, place) => {
+    const read = filterMatchSql(db, collectionId, match, max + 1, sorted);
+    return { sql: `select ${place} as n, id, data, version from (${read.sql}) as m${place}`, params: read.params };
+  });
+  return listOf(reads, ' union all ');
 }
 
 /** Each change run by `run`, one after another in the transaction: its answer, or its own refusal. */
