@@ -225,10 +225,16 @@ export function sampleRss(pid: number, intervalMs: number): { done(): number } {
   };
 }
 
-/** CPU time (user + system) used so far, in µs: by the main thread of `pid`, and by all its threads. */
+/**
+ * CPU time (user + system) used so far, in µs: by the main thread of `pid`, and by all its threads; and
+ * the time the main thread has waited for a core so far, runnable but not running (the kernel's
+ * schedstat: it wakes a peer, say the load generator with its answer or PostgreSQL with a statement,
+ * and the peer takes the core).
+ */
 export interface CpuUs {
   mainUs: number;
   processUs: number;
+  waitUs: number;
 }
 
 let ticksPerSecond: number | undefined;
@@ -245,15 +251,25 @@ export function cpuUs(pid: number): CpuUs {
       return Number.NaN;
     }
   };
-  return { mainUs: used(`/proc/${pid}/task/${pid}/stat`), processUs: used(`/proc/${pid}/stat`) };
+  return { mainUs: used(`/proc/${pid}/task/${pid}/stat`), processUs: used(`/proc/${pid}/stat`), waitUs: waited(pid) };
+}
+
+/** The main thread of `pid`'s wait for a core so far, in µs: schedstat's second field, in ns (NaN without it). */
+function waited(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1000;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /**
  * Samples the CPU time of `pid` every `intervalMs` until `done(windowUs)`, which answers what it used
  * within the window (of the monotonic clock, as Measured's): the rate between the first sample in the
- * window and the last, times the window's length. `busy`: the main thread's share of the wall time.
+ * window and the last, times the window's length. `busy`: the main thread's share of the wall time on a
+ * core; `waiting`: its share waiting for one.
  */
-export function sampleCpu(pid: number, intervalMs: number): { done(windowUs: [number, number]): CpuUs & { busy: number } } {
+export function sampleCpu(pid: number, intervalMs: number): { done(windowUs: [number, number]): CpuShares } {
   const samples: (CpuUs & { atUs: number })[] = [];
   const sample = () => samples.push({ atUs: Number(process.hrtime.bigint() / 1000n), ...cpuUs(pid) });
   sample();
@@ -264,13 +280,24 @@ export function sampleCpu(pid: number, intervalMs: number): { done(windowUs: [nu
       clearInterval(timer);
       const inside = samples.filter((s) => s.atUs >= from && s.atUs <= to);
       const [first, last] = [inside[0], inside.at(-1)];
-      if (!first || !last || first === last) return { mainUs: Number.NaN, processUs: Number.NaN, busy: Number.NaN };
+      if (!first || !last || first === last)
+        return { mainUs: Number.NaN, processUs: Number.NaN, waitUs: Number.NaN, busy: Number.NaN, waiting: Number.NaN };
       const scale = (to - from) / (last.atUs - first.atUs);
       const mainUs = (last.mainUs - first.mainUs) * scale;
-      return { mainUs, processUs: (last.processUs - first.processUs) * scale, busy: mainUs / (to - from) };
+      const waitUs = (last.waitUs - first.waitUs) * scale;
+      return {
+        mainUs,
+        processUs: (last.processUs - first.processUs) * scale,
+        waitUs,
+        busy: mainUs / (to - from),
+        waiting: waitUs / (to - from),
+      };
     },
   };
 }
+
+/** What sampleCpu() answers: the CPU used within the window, and the main thread's shares of it on a core and waiting for one. */
+export type CpuShares = CpuUs & { busy: number; waiting: number };
 
 /** The last 2 kB a child wrote on stderr, for error messages. */
 function tail(child: ChildProcess): () => string {

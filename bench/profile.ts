@@ -23,14 +23,19 @@ interface CpuProfile {
 export interface SelfTime {
   name: string;
   ms: number;
-  /** Of the CPU time in the window (idle excluded). */
+  /** Of the samples in the window that were not idle. */
   percent: number;
 }
 
 export interface ProfileSummary {
-  /** Wall time of the window, and the part of it the main thread was on the CPU (idle excluded). */
+  /**
+   * Wall time of the window, and the part of it V8's samples found the main thread not idle: on a core,
+   * or waiting for one (sampled by the wall clock, a thread that waits is sampled where it was).
+   */
   windowMs: number;
   busyMs: number;
+  /** The main thread's shares of the window on a core and waiting for one, by the kernel's count (run.ts). */
+  main?: { busy: number; waiting: number };
   functions: SelfTime[];
   areas: SelfTime[];
 }

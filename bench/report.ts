@@ -36,9 +36,11 @@ export interface Measurement {
   /**
    * The watched process's CPU time per answer (per transaction for a driver baseline) in the measured
    * window, in µs: its main thread's and all its threads' (the driver's among them); and the main
-   * thread's share of the window. Robust where throughput is not: it moves little when the machine is busy.
+   * thread's share of the window on a core, and waiting for one (runnable, the core taken by a peer it
+   * woke or by anything else on the machine). Robust where throughput is not: it moves little when the
+   * machine is busy.
    */
-  cpu?: { mainUsPerRequest: number; processUsPerRequest: number; mainBusy: number };
+  cpu?: { mainUsPerRequest: number; processUsPerRequest: number; mainBusy: number; mainWaiting?: number };
 }
 
 /** A workload over every round: totals for rates, medians of the rounds for latencies and ratios. */
@@ -421,6 +423,7 @@ function cpuSummary(mine: Measurement[]): Measurement['cpu'] {
     mainUsPerRequest: median(cpus.map((c) => c!.mainUsPerRequest)),
     processUsPerRequest: median(cpus.map((c) => c!.processUsPerRequest)),
     mainBusy: median(cpus.map((c) => c!.mainBusy)),
+    mainWaiting: median(cpus.map((c) => c!.mainWaiting ?? Number.NaN)),
   };
 }
 
@@ -831,7 +834,17 @@ export function changesTargets(summaries: Summary[], settings: Settings): Result
 
 /** The table, as Markdown with aligned columns: it reads the same in a terminal and in BENCHMARKS.md. */
 export function table(results: Results): string {
-  const header = ['workload', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS MB', 'CPU µs/req: main, all (busy)'];
+  const header = [
+    'workload',
+    'req/s',
+    'rows/s',
+    'p50 ms',
+    'p99 ms',
+    'ratio',
+    'target',
+    'peak RSS MB',
+    'CPU µs/req: main, all (busy, waiting)',
+  ];
   const rows = tableRows(results.settings).map(({ workload, label }) => {
     const s = results.summaries.find((x) => x.workload === workload);
     if (!s) {
@@ -885,9 +898,16 @@ export function table(results: Results): string {
   return [line(header), rule, ...rows.map(line)].join('\n');
 }
 
-/** CPU per answer, main thread and every thread, and the main thread's share of the wall time: `62, 85 (91%)`. */
-export const cpuCell = (cpu: NonNullable<Measurement['cpu']>) =>
-  `${cpu.mainUsPerRequest.toFixed(0)}, ${cpu.processUsPerRequest.toFixed(0)} (${(cpu.mainBusy * 100).toFixed(0)}%)`;
+/**
+ * CPU per answer, main thread and every thread, and the main thread's shares of the wall time on a core
+ * and waiting for one: `62, 85 (61%, 30%)`; `62, 85 (61%)` where the wait was not measured.
+ */
+export const cpuCell = (cpu: NonNullable<Measurement['cpu']>) => {
+  const waiting = cpu.mainWaiting === undefined || Number.isNaN(cpu.mainWaiting) ? '' : `, ${percent(cpu.mainWaiting)}`;
+  return `${cpu.mainUsPerRequest.toFixed(0)}, ${cpu.processUsPerRequest.toFixed(0)} (${percent(cpu.mainBusy)}${waiting})`;
+};
+
+const percent = (share: number) => `${(share * 100).toFixed(0)}%`;
 
 const begin = '<!-- bench:generated:begin (npm run bench writes from here to the end marker) -->';
 const end = '<!-- bench:generated:end -->';
@@ -979,14 +999,23 @@ export function noise(results: Results): string {
   );
 }
 
-/** One profile in a line: the share of the CPU its top areas and functions took. */
+/**
+ * One profile in a line: the share of the samples not idle its top areas and functions took, and what the
+ * main thread did meanwhile by the kernel's count. V8 samples the thread by the wall clock: the time it
+ * waited for a core, runnable, falls to the call that woke the peer which took the core (a socket's
+ * writev, mostly), so a share of the samples is not one of the CPU where the thread waited.
+ */
 function profileLine(workload: string, p: ProfileSummary): string {
   const top = (items: ProfileSummary['areas']) =>
     items
       .slice(0, 5)
       .map((i) => `${i.name} ${i.percent}%`)
       .join(', ');
-  return `- ${workload}: on CPU ${Math.round(p.busyMs)} ms of ${Math.round(p.windowMs)} ms (${Math.round((100 * p.busyMs) / p.windowMs)}%); areas: ${top(p.areas)}; functions: ${top(p.functions)}`;
+  const main =
+    p.main && !Number.isNaN(p.main.busy)
+      ? ` (the main thread on a core ${percent(p.main.busy)}, waiting for one ${percent(p.main.waiting)})`
+      : '';
+  return `- ${workload}: not idle ${Math.round(p.busyMs)} ms of ${Math.round(p.windowMs)} ms (${Math.round((100 * p.busyMs) / p.windowMs)}%)${main}; areas: ${top(p.areas)}; functions: ${top(p.functions)}`;
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);

@@ -910,7 +910,12 @@ async function measure(
     round,
     measured,
     peakRssKb,
-    cpu: { mainUsPerRequest: perRequest(used.mainUs), processUsPerRequest: perRequest(used.processUs), mainBusy: used.busy },
+    cpu: {
+      mainUsPerRequest: perRequest(used.mainUs),
+      processUsPerRequest: perRequest(used.processUs),
+      mainBusy: used.busy,
+      mainWaiting: used.waiting,
+    },
   };
 }
 
@@ -981,6 +986,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   else if (webhookWorkloads.includes(workload))
     server = await serveWebhooks(hookedPostgres ? postgres.webhooks!.url! : `sqlite:${files.webhooks}`, flags);
   else server = await serveRowbase(onPostgres ? postgres.url! : `sqlite:${profiledFile(workload)}`, 'on', flags, {}, withMetrics(workload));
+  const cpu = sampleCpu(server.pid, settings.rssSampleMs);
   let measured: Measured;
   try {
     if (workload === 'changes-catch-up')
@@ -1021,12 +1027,13 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   // Kept (git-ignored) for a closer look in Chrome DevTools or speedscope.
   mkdirSync(join(benchDir, 'profiles'), { recursive: true });
   copyFileSync(join(dir, file), join(benchDir, 'profiles', `${workload}.cpuprofile`));
-  const summary = summariseProfile(join(dir, file), measured.windowUs);
+  const { busy, waiting } = cpu.done(measured.windowUs);
+  const summary = { ...summariseProfile(join(dir, file), measured.windowUs), main: { busy, waiting } };
   say(
     `profiled ${workload}: ${Math.round(measured.requests / measured.seconds)} req/s under the profiler${fanoutWorkloads.includes(workload) ? `, delivery p99 ${milliseconds(measured.p99Ms)} ms` : ''}; top: ${summary.areas
       .slice(0, 4)
       .map((a) => `${a.name} ${a.percent}%`)
-      .join(', ')}`,
+      .join(', ')}; the main thread on a core ${Math.round(busy * 100)}%, waiting for one ${Math.round(waiting * 100)}%`,
   );
   return summary;
 }

@@ -154,7 +154,12 @@ async function measureThroughput(server: Started, key: string, settings: Setting
     return {
       measured,
       peakRssKb: rss.done(),
-      cpu: { mainUsPerRequest: perDelivery(used.mainUs), processUsPerRequest: perDelivery(used.processUs), mainBusy: used.busy },
+      cpu: {
+        mainUsPerRequest: perDelivery(used.mainUs),
+        processUsPerRequest: perDelivery(used.processUs),
+        mainBusy: used.busy,
+        mainWaiting: used.waiting,
+      },
     };
   } finally {
     await deleteWebhooks(server, key, made);
