@@ -44,7 +44,9 @@ const rules = {
   fields: { email: { read: 'authenticated' }, secret: { read: false } },
 };
 
-describeEachBackend('the web console’s rules, preview and token issuers, in Chromium', (backend) => {
+describeEachBackend('the web console’s rules, preview and token issuers, in Chromium', function (backend) {
+  // Each test is many steps of a page, as the other console suites' (a loaded CI machine took over 30 s for one).
+  this.timeout(120_000);
   let server: TestServer;
   let browser: Browser;
   let admin: Client;

@@ -237,18 +237,19 @@ if (typeof after === 'function') {
 }
 
 /**
- * Declares the suite `title` once for each backend: `body` gets the backend to start servers on.
+ * Declares the suite `title` once for each backend: `body` gets the backend to start servers on, and the
+ * suite as `this` (a `function` may set its timeout).
  * PostgreSQL's copy skips itself (or, under CI, fails) when no server answers.
  */
-export function describeEachBackend(title: string, body: (backend: BackendName) => void): void {
+export function describeEachBackend(title: string, body: (this: Mocha.Suite, backend: BackendName) => void): void {
   for (const backend of ['sqlite', 'postgres'] as const) {
-    describe(`${title} (${backend})`, () => {
+    describe(`${title} (${backend})`, function () {
       if (backend === 'postgres') {
         before(async function () {
           await skipWithoutPostgres(this);
         });
       }
-      body(backend);
+      body.call(this, backend);
     });
   }
 }
