@@ -909,6 +909,10 @@ export const cpuCell = (cpu: NonNullable<Measurement['cpu']>) => {
 
 const percent = (share: number) => `${(share * 100).toFixed(0)}%`;
 
+/** The main thread's shares of a window by the kernel's count, `the main thread on a core 48%, waiting for one 50%`; '' where either was not read. */
+export const mainShares = ({ busy, waiting }: { busy: number; waiting: number }) =>
+  Number.isNaN(busy) || Number.isNaN(waiting) ? '' : `the main thread on a core ${percent(busy)}, waiting for one ${percent(waiting)}`;
+
 const begin = '<!-- bench:generated:begin (npm run bench writes from here to the end marker) -->';
 const end = '<!-- bench:generated:end -->';
 
@@ -1011,10 +1015,8 @@ function profileLine(workload: string, p: ProfileSummary): string {
       .slice(0, 5)
       .map((i) => `${i.name} ${i.percent}%`)
       .join(', ');
-  const main =
-    p.main && !Number.isNaN(p.main.busy)
-      ? ` (the main thread on a core ${percent(p.main.busy)}, waiting for one ${percent(p.main.waiting)})`
-      : '';
+  const shares = p.main ? mainShares(p.main) : '';
+  const main = shares ? ` (${shares})` : '';
   return `- ${workload}: not idle ${Math.round(p.busyMs)} ms of ${Math.round(p.windowMs)} ms (${Math.round((100 * p.busyMs) / p.windowMs)}%)${main}; areas: ${top(p.areas)}; functions: ${top(p.functions)}`;
 }
 

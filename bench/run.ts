@@ -75,6 +75,7 @@ import {
   expiryTargets,
   judgeTargets,
   type Measurement,
+  mainShares,
   meteringCost,
   metricsCost,
   noise,
@@ -1029,11 +1030,12 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   copyFileSync(join(dir, file), join(benchDir, 'profiles', `${workload}.cpuprofile`));
   const { busy, waiting } = cpu.done(measured.windowUs);
   const summary = { ...summariseProfile(join(dir, file), measured.windowUs), main: { busy, waiting } };
+  const shares = mainShares(summary.main);
   say(
     `profiled ${workload}: ${Math.round(measured.requests / measured.seconds)} req/s under the profiler${fanoutWorkloads.includes(workload) ? `, delivery p99 ${milliseconds(measured.p99Ms)} ms` : ''}; top: ${summary.areas
       .slice(0, 4)
       .map((a) => `${a.name} ${a.percent}%`)
-      .join(', ')}; the main thread on a core ${Math.round(busy * 100)}%, waiting for one ${Math.round(waiting * 100)}%`,
+      .join(', ')}${shares ? `; ${shares}` : ''}`,
   );
   return summary;
 }
