@@ -113,6 +113,8 @@ interface Job {
   /** A write in a transaction of its own (or shared with the transactions queued beside it). */
   work?: Work<unknown>;
   merge?: Merge;
+  /** Work done while no write runs, off the writer's connection (aside()). */
+  aside?: () => Promise<unknown>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -166,6 +168,18 @@ export class GroupedWrites {
     return this.enqueue(undefined, { key, size, item, work: work as MergedWork<unknown, unknown> }) as Promise<R>;
   }
 
+  /**
+   * Runs `task` in the queue's order once no write is under way, and starts no write until it ends: work
+   * of another connection that would otherwise make the writer wait for a lock (a checkpoint that restarts
+   * the WAL, ../sqlite/readers.ts).
+   */
+  aside<T>(task: () => Promise<T>): Promise<T> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ aside: task, resolve: resolve as (value: unknown) => void, reject });
+      this.pump();
+    });
+  }
+
   /** Every write is queued through here: once per request, so it makes no more than the job and its promise. */
   private enqueue(work: Work<unknown> | undefined, merge: Merge | undefined): Promise<unknown> {
     return new Promise((resolve, reject) => {
@@ -177,7 +191,7 @@ export class GroupedWrites {
 
   /**
    * Starts what the queue allows: merged writes, each one statement, up to MAX_IN_FLIGHT at once; a
-   * transaction once none is under way, alone. Stops taking new ones while a query of Knex's own waits
+   * transaction, or a task aside, once none is under way, alone. Stops taking new ones while a query of Knex's own waits
    * for the connection, and lets it go once nothing is under way.
    */
   private pump(): void {
@@ -197,7 +211,8 @@ export class GroupedWrites {
         if (this.inFlight > 0) return;
         this.queue.shift();
         this.exclusive = true;
-        void this.runTransaction(first).finally(() => {
+        const running = first.aside ? first.aside().then(first.resolve, first.reject) : this.runTransaction(first);
+        void running.finally(() => {
           this.exclusive = false;
           this.pump();
         });
@@ -272,7 +287,7 @@ export class GroupedWrites {
     try {
       const results = await this.hold(async (trx) => {
         const answers = [await first.work!(trx)];
-        while (this.queue.length > 0 && !this.queue[0].merge && group.length < MAX_GROUP) {
+        while (this.queue.length > 0 && this.queue[0].work && group.length < MAX_GROUP) {
           const job = this.queue.shift()!;
           group.push(job);
           answers.push(await job.work!(trx));

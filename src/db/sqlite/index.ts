@@ -61,10 +61,10 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     await knex.destroy();
     throw new DatabaseOpenError(url, error);
   }
-  const readers = new SqliteReaders(filename);
   const writer = new SqliteWriter();
   // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
   const writes = new GroupedWrites(knex, (trx, step) => writer.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
+  const readers = new SqliteReaders(filename, undefined, (task) => writes.aside(task));
   const ground = dialectGround(knex, queryTimeoutMs, areas.schemas(existingIdsSql));
   const { changes } = ground;
   // The statements first; the pages and the rows, which read and write with them, then.

@@ -44,9 +44,9 @@ const CHECKPOINT_MS = 200;
  * The WAL's frames past which a checkpoint also restarts it. A writer starts the WAL over only when, as
  * it begins, a checkpoint has copied all of it and no reader still reads from it, which under writes
  * back to back beside steady reads never happens: the WAL would then grow without end. A RESTART
- * checkpoint waits for the readers under way to end (new ones read the database file), holding writers
- * back meanwhile, then the next writer starts at the WAL's beginning: the WAL stays near this size.
- * 4,096 frames are 16 MB of 4 KB pages.
+ * checkpoint holds the writer's lock while it copies the frames left and syncs the file, and while it
+ * waits for the readers under way to end (new ones read the database file); then the next writer starts
+ * at the WAL's beginning: the WAL stays near this size. 4,096 frames are 16 MB of 4 KB pages.
  */
 const RESTART_FRAMES = 4096;
 
@@ -56,6 +56,21 @@ const RESTART_FRAMES = 4096;
  * one tries again.
  */
 const RESTART_WAIT_MS = 25;
+
+/**
+ * Before a RESTART, the frames the writer added while a passive checkpoint copied are copied by another,
+ * while it still writes, until at most CATCH_UP_FRAMES are left or CATCH_UP_PASSES more have run: the
+ * RESTART then holds the writer only for those last frames' copy and their sync, not for the 200 ms of
+ * writes a passive checkpoint leaves behind (docs/performance.md, "A RESTART's stall").
+ */
+const CATCH_UP_FRAMES = 256;
+const CATCH_UP_PASSES = 3;
+
+/** What `pragma wal_checkpoint` answers: the WAL's frames, and how many of them the checkpoint left copied. */
+interface Checkpointed {
+  log: number;
+  checkpointed: number;
+}
 
 /**
  * Read-only connections of snapshots (a page with its expanded rows, a page that needs two reads): each
@@ -126,10 +141,14 @@ export class SqliteReaders {
   /**
    * `filename`: the database Knex has opened and migrated (so it is in WAL mode already).
    * `restartFrames`: the WAL's size in frames past which a checkpoint restarts it (default RESTART_FRAMES).
+   * `aside`: runs a task while the writer's queue starts no write (GroupedWrites.aside): a RESTART runs so,
+   * where it would otherwise take the lock from a writer that then sleeps in SQLite's busy handler, by steps
+   * of 1, 2, 5, 10 ms…, past the checkpoint's end. Without it (a checkpointer of another process's writes), as it comes.
    */
   constructor(
     private readonly filename: string,
     private readonly restartFrames = RESTART_FRAMES,
+    private readonly aside: <T>(task: () => Promise<T>) => Promise<T> = (task) => task(),
   ) {
     this.checkpoints = setInterval(() => {
       this.checkpointing ??= this.checkpoint().finally(() => {
@@ -219,12 +238,21 @@ export class SqliteReaders {
       this.checkpointer = undefined;
       return;
     }
+    // Each answers the WAL's frames (`log`) and how many of them are in the database file now (`checkpointed`).
     const checkpoint = (mode: 'passive' | 'restart') =>
-      new Promise<{ log: number } | undefined>((resolve) =>
-        db.all<{ log: number }>(`pragma wal_checkpoint(${mode})`, (error, rows) => resolve(error ? undefined : rows[0])),
+      new Promise<Checkpointed | undefined>((resolve) =>
+        db.all<Checkpointed>(`pragma wal_checkpoint(${mode})`, (error, rows) => resolve(error ? undefined : rows[0])),
       );
-    const passive = await checkpoint('passive');
-    if (passive && passive.log > this.restartFrames) await checkpoint('restart');
+    let passive = await checkpoint('passive');
+    if (!passive || passive.log <= this.restartFrames) return;
+    // Each pass copies the frames the writer added during the one before (`log` is the WAL as the pass began).
+    for (let pass = 0, added = Number.POSITIVE_INFINITY; pass < CATCH_UP_PASSES && added > CATCH_UP_FRAMES; pass++) {
+      const next = await checkpoint('passive');
+      if (!next) break;
+      added = next.log - passive.log;
+      passive = next;
+    }
+    await this.aside(() => checkpoint('restart'));
   }
 
   /** Ends the checkpoints, then finalizes every statement and closes the readers. */

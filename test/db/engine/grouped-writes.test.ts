@@ -4,9 +4,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import sqlite3 from 'sqlite3';
 import type { SqliteStore } from '../../../src/db/open-store.ts';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import type { ApiError } from '../../../src/errors.ts';
+import { pollUntil } from '../../support/process.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -210,6 +212,36 @@ describe('grouped writes on SQLite', () => {
       }
     });
   }
+
+  it('run a task aside only while no write is under way, and start none until it has ended', async () => {
+    // Committed rows, as another connection sees them (a RESTART checkpoint's, say).
+    const reader = new sqlite3.Database(join(dir, 'rowbase.sqlite'), sqlite3.OPEN_READONLY);
+    const committed = () =>
+      new Promise<number>((resolve, reject) =>
+        reader.get<{ n: number }>('select count(*) as n from rows', (error, row) => (error ? reject(error) : resolve(row.n))),
+      );
+    try {
+      // Writes back to back, from before the task is queued until after it has ended.
+      let going = true;
+      const load = Array.from({ length: 20 }, async (_, n) => {
+        while (going) await store.insertRows(accountId, 'notes', [{ n }]);
+      });
+      await pollUntil(async () => (await committed()) >= 100, 10_000);
+      // A write under way as the task began, or begun during it, would commit between two of its reads.
+      const seen = await writes().aside(async () => {
+        const counts: number[] = [];
+        for (let read = 0; read < 10; read++) counts.push(await committed());
+        return counts;
+      });
+      going = false;
+      await Promise.all(load);
+      expect(seen[0]).to.be.at.least(100);
+      expect(seen).to.deep.equal(Array(10).fill(seen[0]));
+      expect(await committed()).to.be.above(seen[0], 'the writes went on after the task');
+    } finally {
+      await new Promise((resolve) => reader.close(resolve));
+    }
+  });
 
   it('answer a write only once its group has committed', async () => {
     // Each answer finds its row through the read-only connection, which sees only committed data.
