@@ -191,8 +191,8 @@ export class GroupedWrites {
 
   /**
    * Starts what the queue allows: merged writes, each one statement, up to MAX_IN_FLIGHT at once; a
-   * transaction, or a task aside, once none is under way, alone. Stops taking new ones while a query of Knex's own waits
-   * for the connection, and lets it go once nothing is under way.
+   * transaction, or a task aside, once none is under way, alone. Stops taking new ones while a query of
+   * Knex's own waits for the connection, and lets it go once nothing is under way.
    */
   private pump(): void {
     while (this.queue.length > 0 && !this.exclusive && !(this.held && this.othersWait())) {

@@ -59,17 +59,16 @@ const RESTART_WAIT_MS = 25;
 
 /**
  * Before a RESTART, the frames the writer added while a passive checkpoint copied are copied by another,
- * while it still writes, until at most CATCH_UP_FRAMES are left or CATCH_UP_PASSES more have run: the
- * RESTART then holds the writer only for those last frames' copy and their sync, not for the 200 ms of
- * writes a passive checkpoint leaves behind (docs/performance.md, "A RESTART's stall").
+ * while it still writes, until it added at most CATCH_UP_FRAMES during the last or CATCH_UP_PASSES more
+ * have run: the RESTART then holds the writes only for the last frames' copy and their sync, not for all
+ * that was written while the first copied (docs/performance.md, "A RESTART's stall").
  */
 const CATCH_UP_FRAMES = 256;
 const CATCH_UP_PASSES = 3;
 
-/** What `pragma wal_checkpoint` answers: the WAL's frames, and how many of them the checkpoint left copied. */
+/** What `pragma wal_checkpoint` answers (among others): the WAL's frames as the checkpoint began. */
 interface Checkpointed {
   log: number;
-  checkpointed: number;
 }
 
 /**
@@ -143,7 +142,8 @@ export class SqliteReaders {
    * `restartFrames`: the WAL's size in frames past which a checkpoint restarts it (default RESTART_FRAMES).
    * `aside`: runs a task while the writer's queue starts no write (GroupedWrites.aside): a RESTART runs so,
    * where it would otherwise take the lock from a writer that then sleeps in SQLite's busy handler, by steps
-   * of 1, 2, 5, 10 ms…, past the checkpoint's end. Without it (a checkpointer of another process's writes), as it comes.
+   * of 1, 2, 5, 10 ms…, past the checkpoint's end. By default, the task as it comes (a checkpointer beside
+   * another's writer).
    */
   constructor(
     private readonly filename: string,
@@ -238,21 +238,19 @@ export class SqliteReaders {
       this.checkpointer = undefined;
       return;
     }
-    // Each answers the WAL's frames (`log`) and how many of them are in the database file now (`checkpointed`).
     const checkpoint = (mode: 'passive' | 'restart') =>
       new Promise<Checkpointed | undefined>((resolve) =>
         db.all<Checkpointed>(`pragma wal_checkpoint(${mode})`, (error, rows) => resolve(error ? undefined : rows[0])),
       );
     let passive = await checkpoint('passive');
-    if (!passive || passive.log <= this.restartFrames) return;
-    // Each pass copies the frames the writer added during the one before (`log` is the WAL as the pass began).
-    for (let pass = 0, added = Number.POSITIVE_INFINITY; pass < CATCH_UP_PASSES && added > CATCH_UP_FRAMES; pass++) {
+    const restarts = () => passive !== undefined && passive.log > this.restartFrames;
+    // Each pass copies the frames the writer added during the one before (unless it started the WAL over meanwhile).
+    for (let pass = 0, added = Number.POSITIVE_INFINITY; pass < CATCH_UP_PASSES && added > CATCH_UP_FRAMES && restarts(); pass++) {
       const next = await checkpoint('passive');
-      if (!next) break;
-      added = next.log - passive.log;
+      added = next && passive ? next.log - passive.log : 0;
       passive = next;
     }
-    await this.aside(() => checkpoint('restart'));
+    if (restarts()) await this.aside(() => checkpoint('restart'));
   }
 
   /** Ends the checkpoints, then finalizes every statement and closes the readers. */

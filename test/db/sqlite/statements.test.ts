@@ -226,8 +226,10 @@ describe('SQLite hot statements', () => {
   it('start the WAL over under a steady load of reads beside the writes, which a passive checkpoint never does', async () => {
     const file = join(dir, 'rowbase.sqlite');
     await store.insertRows(accountId, 'notes', [{ n: 0 }]);
-    // A checkpointer beside the store's, restarting past 64 frames (256 KB) where the store's waits for 16 MB.
-    const restarting = new SqliteReaders(file, 64);
+    // A checkpointer beside the store's, restarting past 64 frames (256 KB) where the store's waits for 16 MB,
+    // aside of the store's writes as the store's own does.
+    const { writes } = store as SqliteStore;
+    const restarting = new SqliteReaders(file, 64, (task) => writes.aside(task));
     // The WAL header's checkpoint sequence number, which goes up each time a writer starts the WAL over.
     const header = Buffer.alloc(16);
     const restarts = () => {
