@@ -171,7 +171,8 @@ export class GroupedWrites {
   /**
    * Runs `task` in the queue's order once no write is under way, and starts no write until it ends: work
    * of another connection that would otherwise make the writer wait for a lock (a checkpoint that restarts
-   * the WAL, ../sqlite/readers.ts).
+   * the WAL, ../sqlite/readers.ts). The task must not wait for a write, nor for a query of Knex's own on the
+   * writer's connection: neither starts before it ends.
    */
   aside<T>(task: () => Promise<T>): Promise<T> {
     return new Promise((resolve, reject) => {
