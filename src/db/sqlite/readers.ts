@@ -243,14 +243,14 @@ export class SqliteReaders {
         db.all<Checkpointed>(`pragma wal_checkpoint(${mode})`, (error, rows) => resolve(error ? undefined : rows[0])),
       );
     let passive = await checkpoint('passive');
-    const restarts = () => passive !== undefined && passive.log > this.restartFrames;
     // Each pass copies the frames the writer added during the one before (unless it started the WAL over meanwhile).
-    for (let pass = 0, added = Number.POSITIVE_INFINITY; pass < CATCH_UP_PASSES && added > CATCH_UP_FRAMES && restarts(); pass++) {
+    let added = Number.POSITIVE_INFINITY;
+    for (let pass = 0; pass < CATCH_UP_PASSES && added > CATCH_UP_FRAMES && passive && passive.log > this.restartFrames; pass++) {
       const next = await checkpoint('passive');
-      added = next && passive ? next.log - passive.log : 0;
+      added = next ? next.log - passive.log : 0;
       passive = next;
     }
-    if (restarts()) await this.aside(() => checkpoint('restart'));
+    if (passive && passive.log > this.restartFrames) await this.aside(() => checkpoint('restart'));
   }
 
   /** Ends the checkpoints, then finalizes every statement and closes the readers. */
