@@ -13,9 +13,9 @@ const LARGE_YOUNG = 8 * 1024 * 1024;
 
 /**
  * While the process idles, one full garbage collection whenever V8's young generation is large. V8 grows it
- * up to 16 MB (two semi-spaces of 8 MB, as bin/rowbase starts the server) under load, and while loading the
+ * up to 32 MB (two semi-spaces of 16 MB, Node's own on a 64-bit host) under load, and while loading the
  * modules at start, and shrinks it only in a full collection that finds allocation slow, which an idle server
- * never runs: without this, an idle server holds 16 MB of young generation for nothing (docs/performance.md,
+ * never runs: without this, an idle server holds up to 32 MB of young generation for nothing (docs/performance.md,
  * "Memory"). Under load it does nothing: the event loop is busy. A collection that did not shrink it (V8
  * still counting the last burst) is tried again at the next idle look. The collection is V8's last-resort
  * one, which reduces memory: after an ordinary one, Node 22 and later keep the young generation's freed pages

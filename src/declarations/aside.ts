@@ -18,12 +18,12 @@ export type AsideJob = { readDeclaration: string } | { contractDiff: unknown } |
 const IDLE_MS = 30_000;
 
 /**
- * The worker's semi-spaces, in MB: a young generation of at most 8 MB, where V8 grows it to 32 MB and the
- * server's is 16 (bin/rowbase). A diff of many collections keeps little of what it allocates, and the
+ * The worker's semi-spaces, in MB: a young generation of at most 8 MB, where V8 grows it to 32 MB, as it
+ * does the server's. A diff of many collections keeps little of what it allocates, and the
  * largest young generation held the worker's heap far above what it kept, on top of the server's
  * (docs/performance.md, "The whole run's peak"). Set as V8's `--max-semi-space-size`, not the worker's
- * resourceLimits, which that flag overrides when the process was started with it (as bin/rowbase starts the
- * server): a flag set now sizes the isolates started after it, the worker's, not the server's own.
+ * resourceLimits, which that flag overrides when the process was started with it (as an operator may start
+ * the server): a flag set now sizes the isolates started after it, the worker's, not the server's own.
  */
 const SEMI_SPACE_MB = 4;
 
