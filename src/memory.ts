@@ -1,6 +1,6 @@
 // The server's memory while it idles: what the start left behind, and what a burst of work grew, given back.
 
-import { performance } from 'node:perf_hooks';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -46,16 +46,60 @@ export function reduceWhileIdle(): void {
  * operator chose V8's tiers (`--jitless`, `--no-opt`, `--no-turbofan`).
  */
 export async function unoptimized<T>(start: () => Promise<T>): Promise<T> {
-  const chosen = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((arg) =>
-    /^--(jitless|no-opt|no-turbofan|turbofan|opt)$/.test(arg),
-  );
-  if (chosen) return start();
+  if (chosenByOperator(/^--(jitless|no-opt|no-turbofan|turbofan|opt)$/)) return start();
   setFlagsFromString('--no-turbofan');
   try {
     return await start();
   } finally {
     setFlagsFromString('--turbofan');
   }
+}
+
+/** The young generation holdYoung() holds this thread's to, in bytes: two semi-spaces of 8 MB. */
+const HELD_YOUNG = 16 * 1024 * 1024;
+
+/**
+ * Until the function it returns is called, this thread's young generation grows no further once it is
+ * HELD_YOUNG, where V8 grows it to 32 MB under load: V8 reads `--semi-space-growth-factor` each time it
+ * grows a young generation, and after each collection that finds this thread's at HELD_YOUNG or more it is
+ * set to 1 (no growth), below it to V8's own 2. For while another heap of the process (the declarations'
+ * worker, declarations/aside.ts) holds memory on top of this one's (docs/performance.md, "The server's young
+ * generation held while the worker lives"). The flag is the process's: a heap that must grow meanwhile
+ * is sized from its start (`--min-semi-space-size`). Left alone when the operator chose the factor.
+ */
+export function holdYoung(): () => void {
+  if (chosenByOperator(/^--semi-space-growth-factor\b/)) return () => {};
+  if (holds++ === 0) {
+    heldBy = new PerformanceObserver(growAsHeld);
+    heldBy.observe({ entryTypes: ['gc'] });
+    growAsHeld();
+  }
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--holds > 0) return;
+    heldBy?.disconnect();
+    grow(2);
+  };
+}
+
+let holds = 0;
+let heldBy: PerformanceObserver | undefined;
+let growth = 2;
+
+const growAsHeld = () => grow(youngCapacity() >= HELD_YOUNG ? 1 : 2);
+
+/** V8's `--semi-space-growth-factor`, set when it changes. */
+function grow(factor: number): void {
+  if (factor === growth) return;
+  growth = factor;
+  setFlagsFromString(`--semi-space-growth-factor=${factor}`);
+}
+
+/** Whether the process was started with a V8 or Node flag that `flag` matches, on its command line or in NODE_OPTIONS. */
+function chosenByOperator(flag: RegExp): boolean {
+  return [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((arg) => flag.test(arg));
 }
 
 let reducing: Collect | undefined;
@@ -80,6 +124,14 @@ export function collector(): Collect {
   return gc;
 }
 
+/** This thread's young generation: what it holds resident, in bytes. */
 function youngBytes(): number {
-  return getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.physical_space_size ?? 0;
+  return newSpace()?.physical_space_size ?? 0;
 }
+
+/** This thread's young generation: how large V8 has grown it, in bytes, ahead of what it holds resident. */
+function youngCapacity(): number {
+  return newSpace()?.space_size ?? 0;
+}
+
+const newSpace = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');

@@ -6,7 +6,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { unavailable } from '../errors.ts';
-import { reduceNow } from '../memory.ts';
+import { holdYoung, reduceNow } from '../memory.ts';
 
 /**
  * A job of the worker (worker.ts): a declaration's text to read, the documents and models to compare, or its
@@ -18,12 +18,14 @@ export type AsideJob = { readDeclaration: string } | { contractDiff: unknown } |
 const IDLE_MS = 30_000;
 
 /**
- * The worker's semi-spaces, in MB: a young generation of at most 8 MB, where V8 grows it to 32 MB, as it
+ * The worker's semi-spaces, in MB: a young generation of 8 MB, where V8 grows it to 32 MB, as it
  * does the server's. A diff of many collections keeps little of what it allocates, and the
  * largest young generation held the worker's heap far above what it kept, on top of the server's
  * (docs/performance.md, "The whole run's peak"). Set as V8's `--max-semi-space-size`, not the worker's
  * resourceLimits, which that flag overrides when the process was started with it (as an operator may start
- * the server): a flag set now sizes the isolates started after it, the worker's, not the server's own.
+ * the server): a flag set now sizes the isolates started after it, the worker's, not the server's own. And
+ * as its smallest (`--min-semi-space-size`), so that the worker needs no growth, which the server's
+ * thread holds back while the worker lives (holdYoung()).
  */
 const SEMI_SPACE_MB = 4;
 
@@ -39,6 +41,8 @@ const OLD_SPACE_START_MB = 16;
 
 interface Held {
   worker: Worker;
+  /** Lets the server's young generation grow as V8 would again (holdYoung()): called as the worker ends. */
+  release: () => void;
   waiting: Map<number, { resolve: (answer: unknown) => void; reject: (error: Error) => void }>;
   idle?: NodeJS.Timeout;
 }
@@ -93,6 +97,7 @@ export async function aside<T>(job: AsideJob, deadlineMs?: number): Promise<T> {
 function start(): Held {
   const entry = new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './declarations-worker.mjs', import.meta.url);
   setFlagsFromString(`--max-semi-space-size=${SEMI_SPACE_MB}`);
+  setFlagsFromString(`--min-semi-space-size=${SEMI_SPACE_MB}`);
   setFlagsFromString(`--initial-old-space-size=${OLD_SPACE_START_MB}`);
   const worker = import.meta.url.endsWith('.ts')
     ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); })`, {
@@ -101,9 +106,10 @@ function start(): Held {
     : new Worker(entry);
   // While the worker loads its code, on a thread of its own, the server's heap is made as small as it can
   // be: the worker's heap comes on top of it, and a server that has been busy holds a young generation at
-  // its largest and an old one of garbage (docs/performance.md, "The server's heap reduced as the worker starts").
+  // its largest and an old one of garbage (docs/performance.md, "The server's heap reduced as the worker starts");
+  // and while the worker lives, the young generation grows back to half its largest at most.
   reduceNow();
-  const started: Held = { worker, waiting: new Map() };
+  const started: Held = { worker, waiting: new Map(), release: holdYoung() };
   held = started;
   worker.on('message', ({ id, answer, failed }: { id: number; answer?: unknown; failed?: string }) => {
     const waiting = started.waiting.get(id);
@@ -112,6 +118,7 @@ function start(): Held {
   });
   const fail = (error: Error) => {
     if (held === started) held = undefined;
+    started.release();
     for (const { reject } of started.waiting.values()) reject(error);
   };
   worker.on('error', fail);
