@@ -62,7 +62,7 @@ const HELD_YOUNG = 16 * 1024 * 1024;
  * Until the function it returns is called, this thread's young generation grows no further once it is
  * HELD_YOUNG, where V8 grows it to 32 MB under load: V8 reads `--semi-space-growth-factor` each time it
  * grows a young generation, and after each collection that finds this thread's at HELD_YOUNG or more it is
- * set to 1 (no growth), below it to V8's own 2. For while another heap of the process (the declarations'
+ * set to 1 (no growth), below it to V8's own 2. Held while another heap of the process (the declarations'
  * worker, declarations/aside.ts) holds memory on top of this one's (docs/performance.md, "The server's young
  * generation held while the worker lives"). The flag is the process's: a heap that must grow meanwhile
  * is sized from its start (`--min-semi-space-size`). Left alone when the operator chose the factor.
