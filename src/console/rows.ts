@@ -6,7 +6,7 @@
 // rules, with the table's page previewed as a user would see it (rules.ts). A to-one relation's field
 // links each row to the row it names (related.ts); the view opens at a route's filter and row (route.ts).
 import { html } from 'htm/preact';
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { SCORE } from '../query/order.ts';
 import { type Api, ApiError, describe, type Relation, type Row, type RowsQuery, rowsFilter } from './api.ts';
 import { type DialogContext, InsertRows, RowEditor } from './editor.ts';
@@ -56,9 +56,15 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
   const [dialog, setDialog] = useState<'insert' | 'delete-collection' | Row>();
   // The collection's schema and indexes; none shown until read.
   const [typing, setTyping] = useState<Typing>();
+  // Whether a page is being read (the last asked for, which is the one shown): the table is busy for a
+  // screen reader meanwhile.
+  const [reading, setReading] = useState(true);
+  const reads = useRef(0);
 
   /** Reads the page `asked`; `pages` is the cursors of the pages before it. */
   const reload = async (asked: RowsQuery = query, pages = before) => {
+    const asking = ++reads.current;
+    setReading(true);
     try {
       const read = await api.rows(collection, asked);
       setQuery(asked);
@@ -72,6 +78,8 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
       const filterProblem = failure instanceof ApiError && failure.problem.errors?.some((item) => 'name' in item && item.name === 'filter');
       if (filterProblem) setFilterError(describe(failure));
       else setError(describe(failure));
+    } finally {
+      if (asking === reads.current) setReading(false);
     }
   };
   const retype = () =>
@@ -162,7 +170,7 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
         onApply=${applyControls} onLive=${setLive} />
       <${GroupPanel} api=${api} collection=${collection} filter=${rowsFilter(query)} />
       <${Status} error=${error} />
-      <${RowsTable} query=${query} columns=${columns} shown=${shown} linked=${linked} ttl=${typing?.ttl ?? undefined} caption=${`Rows ${first}–${last} of ${total}${captionOf(query)}`}
+      <${RowsTable} query=${query} columns=${columns} shown=${shown} linked=${linked} ttl=${typing?.ttl ?? undefined} caption=${`Rows ${first}–${last} of ${total}${captionOf(query)}`} busy=${reading}
         changes=${live ? changes : undefined} onSort=${sortBy} onOpen=${(row: Row) => setDialog(row)} />
       <nav class="pager" aria-label="Pages">
         <button type="button" disabled=${before.length === 0} onClick=${() => reload({ ...query, after: before.at(-1) }, before.slice(0, -1))}>Previous</button>
@@ -274,6 +282,7 @@ function RowsTable({
   linked,
   ttl,
   caption,
+  busy,
   changes,
   onSort,
   onOpen,
@@ -286,6 +295,8 @@ function RowsTable({
   /** The field of the collection's time to live, whose cells say when each row expires; undefined for none. */
   ttl?: string;
   caption: string;
+  /** Whether its page is being read. */
+  busy: boolean;
   /** The feed's last changes, while the table is live. */
   changes?: Change[];
   onSort: (field: string) => void;
@@ -294,7 +305,7 @@ function RowsTable({
   return html`
   <div class="table-and-panel">
     <div class="table-scroll">
-      <table>
+      <table aria-busy=${busy ? 'true' : 'false'}>
         <caption>${caption}</caption>
         <thead>
           <tr>
