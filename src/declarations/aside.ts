@@ -107,7 +107,7 @@ function start(): Held {
   // While the worker loads its code, on a thread of its own, the server's heap is made as small as it can
   // be: the worker's heap comes on top of it, and a server that has been busy holds a young generation at
   // its largest and an old one of garbage (docs/performance.md, "The server's heap reduced as the worker starts");
-  // and while the worker lives, its young generation grows back to 16 MB at most (holdYoung()).
+  // and while the worker lives, the server's young generation grows back to 16 MB at most (holdYoung()).
   reduceNow();
   const started: Held = { worker, waiting: new Map(), release: holdYoung() };
   held = started;

@@ -59,10 +59,10 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
   const checks: Promise<void>[] = [];
 
   page.on('console', (message) => {
+    if (message.type() !== 'error' && message.type() !== 'warn') return;
     // With the address it is about, where the browser gives one (a resource that failed to load names none in its text).
     const { url } = message.location();
-    if (message.type() === 'error' || message.type() === 'warn')
-      problems.push(`console ${message.type()}: ${message.text()}${url ? ` (${url})` : ''}`);
+    problems.push(`console ${message.type()}: ${message.text()}${url ? ` (${url})` : ''}`);
   });
   page.on('pageerror', (error) => problems.push(`uncaught: ${(error as Error).message}`));
   await page.evaluateOnNewDocument(() => {
