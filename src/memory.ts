@@ -61,8 +61,10 @@ const HELD_YOUNG = 16 * 1024 * 1024;
 /**
  * Until the function it returns is called, this thread's young generation grows no further once it is
  * HELD_YOUNG, where V8 grows it to 32 MB under load: V8 reads `--semi-space-growth-factor` each time it
- * grows a young generation, and after each collection that finds this thread's at HELD_YOUNG or more it is
- * set to 1 (no growth), below it to V8's own 2. Held while another heap of the process (the declarations'
+ * grows a young generation, and from the first collection that finds this thread's at HELD_YOUNG or more it
+ * is set to 1 (no growth) until released; before it, V8's own 2. Not back to 2 when a full collection shrinks
+ * it: Node 24's V8 grows it again from the size it had reached (16 to 32 MB at once), not from the smaller
+ * one it reports (docs/performance.md, "The hold kept after a shrink"). Held while another heap of the process (the declarations'
  * worker, declarations/aside.ts) holds memory on top of this one's (docs/performance.md, "The server's young
  * generation held while the worker lives"). The flag is the process's: a heap that must grow meanwhile
  * is sized from its start (`--min-semi-space-size`). Left alone when the operator chose the factor.
@@ -70,6 +72,7 @@ const HELD_YOUNG = 16 * 1024 * 1024;
 export function holdYoung(): () => void {
   if (chosenByOperator(/^--semi-space-growth-factor\b/)) return () => {};
   if (holds++ === 0) {
+    reached = false;
     heldBy = new PerformanceObserver(growAsHeld);
     heldBy.observe({ entryTypes: ['gc'] });
     growAsHeld();
@@ -87,8 +90,13 @@ export function holdYoung(): () => void {
 let holds = 0;
 let heldBy: PerformanceObserver | undefined;
 let growth = 2;
+/** Whether this thread's young generation has been HELD_YOUNG or more since it was held. */
+let reached = false;
 
-const growAsHeld = () => grow(youngCapacity() >= HELD_YOUNG ? 1 : 2);
+function growAsHeld(): void {
+  if (youngCapacity() >= HELD_YOUNG) reached = true;
+  grow(reached ? 1 : 2);
+}
 
 /** V8's `--semi-space-growth-factor`, set when it changes. */
 function grow(factor: number): void {
