@@ -57,7 +57,7 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
   // The collection's schema and indexes; none shown until read.
   const [typing, setTyping] = useState<Typing>();
   // Whether a page is being read (the last asked for, which is the one shown): the table is busy for a
-  // screen reader meanwhile.
+  // screen reader meanwhile. An earlier page's answer that comes after it was asked for is dropped.
   const [reading, setReading] = useState(true);
   const reads = useRef(0);
 
@@ -67,6 +67,7 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
     setReading(true);
     try {
       const read = await api.rows(collection, asked);
+      if (asking !== reads.current) return;
       setQuery(asked);
       setBefore(pages);
       setNext(read.next);
@@ -75,6 +76,7 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
       setFilterError('');
       setError('');
     } catch (failure) {
+      if (asking !== reads.current) return;
       const filterProblem = failure instanceof ApiError && failure.problem.errors?.some((item) => 'name' in item && item.name === 'filter');
       if (filterProblem) setFilterError(describe(failure));
       else setError(describe(failure));

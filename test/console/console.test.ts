@@ -108,6 +108,18 @@ describe('the web console, in Chromium', function () {
     await page.click('.controls button[type=submit]');
   }
 
+  /** Makes collection `name` of 60 rows (`n` from 60 down to 1), signs in and opens it: rows 1–25 shown. */
+  async function openSixtyRows(name: string) {
+    await client.post('/v1/collections', { name });
+    await client.post(
+      `/v1/collections/${name}/rows`,
+      Array.from({ length: 60 }, (_, i) => ({ n: 60 - i })),
+    );
+    await signIn();
+    await openCollection(name);
+    await waitForIds(Array.from({ length: 25 }, (_, i) => i + 1));
+  }
+
   /** The rows of the collection that `filter` keeps, as the server's own rules say (src/query/evaluate.ts). */
   async function expectedIds(collection: string, filter: object): Promise<number[]> {
     const { body } = await client.get<Row[]>(`/v1/collections/${collection}/rows?limit=1000`);
@@ -246,15 +258,8 @@ describe('the web console, in Chromium', function () {
   });
 
   it('pages by cursor: Next follows the Link of a full page, Previous goes back, the count stays', async () => {
-    await client.post('/v1/collections', { name: 'many' });
-    await client.post(
-      '/v1/collections/many/rows',
-      Array.from({ length: 60 }, (_, i) => ({ n: 60 - i })),
-    );
-    await signIn();
-    await openCollection('many');
+    await openSixtyRows('many');
     const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-    await waitForIds(range(1, 25));
     const caption = () => page.$eval('caption', (node) => node.textContent);
     expect(await caption()).to.equal('Rows 1–25 of 60');
 
@@ -284,6 +289,38 @@ describe('the web console, in Chromium', function () {
     expect(
       await page.$eval('xpath/.//nav[@aria-label="Pages"]/button[text()="Previous"]', (button) => (button as HTMLButtonElement).disabled),
     ).to.equal(true);
+  });
+
+  it('shows the page asked for last, though a page asked for before it is answered after it', async () => {
+    await openSixtyRows('overtaken');
+    // The browser holds the read of the next page until the filtered page, asked for after it, is shown.
+    await page.setRequestInterception(true);
+    let releaseNext: (() => void) | undefined;
+    const nextHeld = new Promise<void>((resolve) => {
+      page.on('request', (request) => {
+        const url = new URL(request.url());
+        if (releaseNext || !url.pathname.endsWith('/collections/overtaken/rows') || !url.searchParams.has('after'))
+          return void request.continue();
+        releaseNext = () => void request.continue();
+        resolve();
+      });
+    });
+    await page.click('xpath/.//nav[@aria-label="Pages"]/button[text()="Next"]');
+    await nextHeld;
+    await applyFilter('{"n": {"$lte": 3}}');
+    await waitForIds([58, 59, 60]);
+    releaseNext?.();
+    // The next page's answer has reached the page (its resource timing is written once its body is read),
+    // and the page has drawn twice since.
+    await page.waitForFunction(() =>
+      performance
+        .getEntriesByType('resource')
+        .some((entry) => entry.name.includes('/collections/overtaken/rows?') && entry.name.includes('after=')),
+    );
+    await page.evaluate(() => new Promise((drawn) => requestAnimationFrame(() => requestAnimationFrame(drawn))));
+    expect(await ids()).to.deep.equal([58, 59, 60]);
+    expect(await page.$eval('caption', (node) => node.textContent)).to.equal('Rows 1–3 of 3 matching the filter');
+    expect(await page.$eval('section.rows table', (table) => table.getAttribute('aria-busy'))).to.equal('false');
   });
 
   it('searches a collection with a search index from its search box, the most relevant rows first', async () => {
