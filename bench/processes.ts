@@ -2,7 +2,7 @@
 // run fails or is interrupted (Ctrl-C). Servers announce their url in a JSON line on stdout.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -270,18 +270,11 @@ function waited(pid: number): number {
  * core; `waiting`: its share waiting for one.
  */
 export function sampleCpu(pid: number, intervalMs: number): { done(windowUs: [number, number]): CpuShares } {
-  const samples: (CpuUs & { atUs: number })[] = [];
-  const sample = () => samples.push({ atUs: Number(process.hrtime.bigint() / 1000n), ...cpuUs(pid) });
-  sample();
-  // Unreferenced: a workload that fails leaves its samplers running, and they must not hold the run open.
-  const timer = setInterval(sample, intervalMs).unref();
+  const sampler = sampleEvery(intervalMs, () => cpuUs(pid));
   return {
     done([from, to]) {
-      clearInterval(timer);
-      const inside = samples.filter((s) => s.atUs >= from && s.atUs <= to);
-      const [first, last] = [inside[0], inside.at(-1)];
-      if (!first || !last || first === last)
-        return { mainUs: Number.NaN, processUs: Number.NaN, waitUs: Number.NaN, busy: Number.NaN, waiting: Number.NaN };
+      const [first, last] = sampler.done([from, to]);
+      if (!first || !last) return { mainUs: Number.NaN, processUs: Number.NaN, waitUs: Number.NaN, busy: Number.NaN, waiting: Number.NaN };
       const scale = (to - from) / (last.atUs - first.atUs);
       const mainUs = (last.mainUs - first.mainUs) * scale;
       const waitUs = (last.waitUs - first.waitUs) * scale;
@@ -298,6 +291,70 @@ export function sampleCpu(pid: number, intervalMs: number): { done(windowUs: [nu
 
 /** What sampleCpu() answers: the CPU used within the window, and the main thread's shares of it on a core and waiting for one. */
 export type CpuShares = CpuUs & { busy: number; waiting: number };
+
+/** The machine's CPU time so far, in clock ticks (/proc/stat's first line): busy, stolen, in all. */
+interface MachineTicks {
+  /** Busy, the time stolen included. */
+  busy: number;
+  /** Stolen: the time a core of this machine (a virtual one) was owed and given by the hypervisor to another guest of its host. */
+  stolen: number;
+  all: number;
+}
+
+/** The machine's CPU time so far (MachineTicks); undefined off Linux. */
+export function machineTicks(): MachineTicks | undefined {
+  if (!existsSync('/proc/stat')) return undefined;
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const busy = user + nice + system + irq + softirq + steal;
+  return { busy, stolen: steal, all: busy + idle + iowait };
+}
+
+/** The machine's cores within a window: the share of their time busy, and stolen by the hypervisor (NaN off Linux). */
+export interface HostShares {
+  busy: number;
+  stolen: number;
+}
+
+/** Samples the machine's CPU time every `intervalMs` until `done(windowUs)`, which answers its HostShares within the window. */
+export function sampleMachine(intervalMs: number): { done(windowUs: [number, number]): HostShares } {
+  const sampler = sampleEvery(intervalMs, machineTicks);
+  return {
+    done(window) {
+      const [first, last] = sampler.done(window);
+      if (!first || !last) return { busy: Number.NaN, stolen: Number.NaN };
+      const all = Math.max(1, last.all - first.all);
+      return { busy: (last.busy - first.busy) / all, stolen: (last.stolen - first.stolen) / all };
+    },
+  };
+}
+
+/**
+ * Samples `read()` every `intervalMs` until `done(windowUs)`, which answers the first and last samples within the
+ * window (of the monotonic clock, as Measured's), or none where fewer than two fell in it.
+ */
+function sampleEvery<T extends object>(intervalMs: number, read: () => T | undefined) {
+  type Sample = T & { atUs: number };
+  const samples: Sample[] = [];
+  const sample = () => {
+    const value = read();
+    if (value) samples.push({ ...value, atUs: Number(process.hrtime.bigint() / 1000n) });
+  };
+  sample();
+  // Unreferenced: a workload that fails leaves its samplers running, and they must not hold the run open.
+  const timer = setInterval(sample, intervalMs).unref();
+  return {
+    done([from, to]: [number, number]): [Sample, Sample] | [] {
+      clearInterval(timer);
+      const inside = samples.filter((s) => s.atUs >= from && s.atUs <= to);
+      const [first, last] = [inside[0], inside.at(-1)];
+      return first && last && first !== last ? [first, last] : [];
+    },
+  };
+}
 
 /** The last 2 kB a child wrote on stderr, for error messages. */
 function tail(child: ChildProcess): () => string {

@@ -13,6 +13,7 @@ import {
   type ReadsDuring,
   type WebhooksMeasured,
 } from './measure.ts';
+import type { HostShares } from './processes.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Settings } from './settings.ts';
 import {
@@ -41,6 +42,11 @@ export interface Measurement {
    * machine is busy.
    */
   cpu?: { mainUsPerRequest: number; processUsPerRequest: number; mainBusy: number; mainWaiting?: number };
+  /**
+   * The machine's cores in the measured window: the share of their time busy, and stolen (a virtual machine's
+   * cores given by the hypervisor to other guests of its host, which no process of the run can use or see).
+   */
+  host?: HostShares;
 }
 
 /** A workload over every round: totals for rates, medians of the rounds for latencies and ratios. */
@@ -913,6 +919,11 @@ const percent = (share: number) => `${(share * 100).toFixed(0)}%`;
 export const mainShares = ({ busy, waiting }: { busy: number; waiting: number }) =>
   Number.isNaN(busy) || Number.isNaN(waiting) ? '' : `the main thread on a core ${percent(busy)}, waiting for one ${percent(waiting)}`;
 
+/** The machine's cores in a window, as a cell: busy and stolen, each a percentage of their time. */
+export function hostCell({ busy, stolen }: HostShares): string {
+  return `${(busy * 100).toFixed(0)}% busy, ${(stolen * 100).toFixed(1)}% stolen`;
+}
+
 const begin = '<!-- bench:generated:begin (npm run bench writes from here to the end marker) -->';
 const end = '<!-- bench:generated:end -->';
 
@@ -938,7 +949,8 @@ function markdown(results: Results): string {
     targets.push(
       `- ${name} by round: delivery p99 ${byRound((m) => m.measured.p99Ms)} ms; CPU time per insert (warm-up included): ` +
         `rowbase ${byRound((m) => m.measured.feed?.serverCpuMsPerInsert)} ms, ` +
-        `the subscriber processes together ${byRound((m) => m.measured.feed?.clientCpuMsPerInsert)} ms`,
+        `the subscriber processes together ${byRound((m) => m.measured.feed?.clientCpuMsPerInsert)} ms; ` +
+        `the host ${fanout.map((m) => (m.host ? hostCell(m.host) : 'not read')).join('; ')}`,
     );
   }
   const sockets = results.summaries.flatMap((s) =>

@@ -22,18 +22,7 @@
 //
 // Every child process is stopped at the end, on failure and on Ctrl-C too; the temp folder is removed, and
 // the PostgreSQL databases dropped.
-import {
-  closeSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +38,7 @@ import { accountKey, createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
   isInterrupted,
+  machineTicks,
   memoryKb,
   openFilesLimit,
   outputOf,
@@ -57,6 +47,7 @@ import {
   type SpawnOptions,
   type Started,
   sampleCpu,
+  sampleMachine,
   sampleRss,
   spawnNode,
   startServer,
@@ -73,6 +64,7 @@ import {
   driverBaselines,
   driverName,
   expiryTargets,
+  hostCell,
   judgeTargets,
   type Measurement,
   mainShares,
@@ -446,6 +438,7 @@ async function main(): Promise<void> {
       if (lastRoundOnly && round !== settings.rounds) continue;
       if (postgresOnly && !onPostgresServers) continue;
       await settle();
+      const host = sampleMachine(settings.rssSampleMs);
       let measurement: Omit<Measurement, 'ratioTo'>;
       if (fanoutWorkloads.includes(workload)) {
         readIntoPageCache(files.feed);
@@ -456,6 +449,7 @@ async function main(): Promise<void> {
         measurement = { workload, round, ...(await measureWebhooks(server, serverKey, settings, workload)) };
       } else if (idleWorkloads[workload]) measurement = await measureIdleSockets(workload, round, key, watched, serverPeakRssKb);
       else measurement = await measure(workload, round, servers, key);
+      measurement.host = host.done(measurement.measured.windowUs);
       report(measurement);
       measurements.push({ ...measurement, ratioTo });
     }
@@ -946,7 +940,7 @@ async function measureIdleSockets(
 }
 
 /** One line per measurement, as it comes. */
-function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement, 'ratioTo'>): void {
+function report({ workload, round, measured, peakRssKb, cpu, host }: Omit<Measurement, 'ratioTo'>): void {
   const rate = ratedByRows(workload)
     ? `${Math.round(measured.rows / measured.seconds)} rows/s`
     : `${Math.round(measured.requests / measured.seconds)} req/s`;
@@ -965,7 +959,7 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
   }
   const socketFailures = feed && Object.keys(feed.socketFailures).length ? `  sockets: ${JSON.stringify(feed.socketFailures)}` : '';
   say(
-    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${what}  RSS ${Math.round(peakRssKb / 1024)} MB${cpu ? `  CPU µs/req ${cpuCell(cpu)}` : ''}${measured.loadCpuUsPerRequest === undefined ? '' : `  load generator ${Math.round(measured.loadCpuUsPerRequest)}`}${failed}${socketFailures}`,
+    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${what}  RSS ${Math.round(peakRssKb / 1024)} MB${cpu ? `  CPU µs/req ${cpuCell(cpu)}` : ''}${measured.loadCpuUsPerRequest === undefined ? '' : `  load generator ${Math.round(measured.loadCpuUsPerRequest)}`}${host ? `  host ${hostCell(host)}` : ''}${failed}${socketFailures}`,
   );
 }
 
@@ -1080,18 +1074,6 @@ function readIntoPageCache(file: string): void {
       closeSync(fd);
     }
   }
-}
-
-/** The machine's CPU time so far, busy and in all, in clock ticks (/proc/stat's first line); undefined off Linux. */
-function machineTicks(): { busy: number; all: number } | undefined {
-  if (!existsSync('/proc/stat')) return undefined;
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
-    .split('\n')[0]
-    .split(/\s+/)
-    .slice(1)
-    .map(Number);
-  const busy = user + nice + system + irq + softirq + steal;
-  return { busy, all: busy + idle + iowait };
 }
 
 /**
