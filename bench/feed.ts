@@ -42,8 +42,12 @@ const readyTimeoutMs = 10 * 60 * 1000;
  * (fanout-filtered), or those the collection's rule grants its user (fanout-rules).
  */
 export const fanoutWorkloads = ['fanout', 'fanout-filtered', 'fanout-rules', 'fanout-sse', 'fanout-long-poll'];
-/** The idle workloads, and how their clients hold on: feed sockets, or streams of the changes. */
-export const idleWorkloads: Record<string, SubscribersJob['transport']> = { 'idle-sockets': 'websocket', 'idle-streams': 'sse' };
+/** The idle workloads, and how their clients hold on: feed sockets, streams of the changes, or long polls waiting for one. */
+export const idleWorkloads: Record<string, SubscribersJob['transport']> = {
+  'idle-sockets': 'websocket',
+  'idle-streams': 'sse',
+  'idle-long-polls': 'long-poll',
+};
 
 /** How a fanout workload's subscribers hear the changes. */
 const transports: Record<string, SubscribersJob['transport']> = { 'fanout-sse': 'sse', 'fanout-long-poll': 'long-poll' };

@@ -22,6 +22,8 @@ export interface Measured {
   declarations?: DeclarationsMeasured;
   /** The expiry workloads (expiry.ts): reads beside rows that expire, and the sweeper's rate. */
   expiry?: ExpiryMeasured;
+  /** idle-server and its PostgreSQL twin (idle-server.ts): what the server held after its seconds of nothing. */
+  idle?: IdleServerMeasured;
 }
 
 /** The reads of another account under way during a stage of declaration-100: how many, their p99 and the longest (ms). */
@@ -43,6 +45,13 @@ export interface DeclarationsMeasured {
   before: ReadsDuring;
   plan: ReadsDuring;
   apply: ReadsDuring;
+}
+
+/** What an idle server held (idle-server.ts): after its seconds of nothing (VmRSS), and at its peak since it started (VmHWM). */
+export interface IdleServerMeasured {
+  seconds: number;
+  rssKb: number;
+  hwmKb: number;
 }
 
 /** What the expiry workloads measured (issue 65: expiry.ts). */

@@ -313,19 +313,22 @@ export function machineTicks(): MachineTicks | undefined {
   return { busy, stolen: steal, all: busy + idle + iowait };
 }
 
-/** The machine's cores within a window: the share of their time busy, and stolen by the hypervisor (NaN off Linux). */
+/** The machine's cores within a window: the share of their time busy, and stolen by the hypervisor. */
 export interface HostShares {
   busy: number;
   stolen: number;
 }
 
-/** Samples the machine's CPU time every `intervalMs` until `done(windowUs)`, which answers its HostShares within the window. */
-export function sampleMachine(intervalMs: number): { done(windowUs: [number, number]): HostShares } {
+/**
+ * Samples the machine's CPU time every `intervalMs` until `done(windowUs)`, which answers its HostShares within
+ * the window: none off Linux, or where fewer than two samples fell in it.
+ */
+export function sampleMachine(intervalMs: number): { done(windowUs: [number, number]): HostShares | undefined } {
   const sampler = sampleEvery(intervalMs, machineTicks);
   return {
     done(window) {
       const [first, last] = sampler.done(window);
-      if (!first || !last) return { busy: Number.NaN, stolen: Number.NaN };
+      if (!first || !last) return undefined;
       const all = Math.max(1, last.all - first.all);
       return { busy: (last.busy - first.busy) / all, stolen: (last.stolen - first.stolen) / all };
     },

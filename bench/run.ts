@@ -13,8 +13,10 @@
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
 //      each measurement's load comes from a process of its own (load.ts; for the feed, subscribers.ts
 //      and writer.ts, see feed.ts; for the webhooks, receivers.ts too, see webhooks.ts; for the catch-up of
-//      the changes, catch-up.ts, on a rowbase of its own whose log holds them); idle-sockets and
-//      idle-streams, once, in the last round, each on a rowbase of its own;
+//      the changes, catch-up.ts, on a rowbase of its own whose log holds them); idle-sockets,
+//      idle-streams and idle-long-polls, once, in the last round, each on a rowbase of its own; and
+//      idle-server on each backend, once, the service as an operator starts it on an empty database
+//      (idle-server.ts; PostgreSQL's made beside the run's and dropped too);
 //   5. the table: printed, and written to BENCHMARKS.md and bench/results.json (a full run; not kept in git: BENCHMARKS.md is the record) or
 //      bench/results-quick.json (--quick, which leaves the record alone);
 //   6. (full run) rowbase again under `node --cpu-prof` for get-row, list and every missed target
@@ -34,6 +36,7 @@ import type { DeclarationsJob } from './declarations.ts';
 import { endUserToken, fanoutRules, setUpApp } from './end-user.ts';
 import type { ExpiryJob } from './expiry.ts';
 import { fanoutCollection, fanoutCount, fanoutWorkloads, idleCollections, idleWorkloads, measureFanout, measureIdle } from './feed.ts';
+import { measureIdleServer } from './idle-server.ts';
 import { accountKey, createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
@@ -65,6 +68,7 @@ import {
   driverName,
   expiryTargets,
   hostCell,
+  idleServerTargets,
   judgeTargets,
   type Measurement,
   mainShares,
@@ -97,6 +101,7 @@ import {
   declarationWorkloads,
   expiryWorkloads,
   httpWorkloads,
+  idleServerWorkloads,
   type LoadJob,
   type ServerName,
   usesRelations,
@@ -233,8 +238,13 @@ const schedule: Step[] = [
   ...onPostgres([{ workload: 'webhook-latency-postgres' }, { workload: 'webhook-throughput-postgres' }]),
   // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
   { workload: 'idle-sockets', lastRoundOnly: true },
-  // Issue 56: as many idle streams of the changes, judged against idle-sockets' memory just before.
+  // Issue 56: as many idle streams of the changes, and as many waiting long polls (issue 63), each judged
+  // against idle-sockets' memory just before.
   { workload: 'idle-streams', lastRoundOnly: true },
+  { workload: 'idle-long-polls', lastRoundOnly: true },
+  // Issue 63: the service started on an empty database with one collection, then 30 s of nothing, on each backend.
+  { workload: 'idle-server', lastRoundOnly: true },
+  ...onPostgres([{ workload: 'idle-server-postgres', lastRoundOnly: true }]),
 ];
 /**
  * With `--only`: the steps of the workloads asked for, each with the baseline step just before it, and
@@ -272,8 +282,17 @@ const files = {
   webhooks: join(work, 'webhooks.sqlite'),
   idle: join(work, 'idle.sqlite'),
   idleStreams: join(work, 'idle-streams.sqlite'),
+  idleLongPolls: join(work, 'idle-long-polls.sqlite'),
+  /** idle-server's: made by it, empty but for its key and collection. */
+  idleServer: join(work, 'idle-server.sqlite'),
   changes: join(work, 'changes.sqlite'),
   profiles: join(work, 'profiles'),
+};
+/** The file of each idle workload's rowbase of its own: a copy of the seeded one. */
+const idleFiles: Record<string, string> = {
+  'idle-sockets': files.idle,
+  'idle-streams': files.idleStreams,
+  'idle-long-polls': files.idleLongPolls,
 };
 /** The SQLite file each server of the HTTP workloads reads (baseline (a) and rowbase-postgres read none). */
 const serverFiles: Partial<Record<ServerName, string>> = {
@@ -305,6 +324,8 @@ const postgres: Results['postgres'] & {
   /** The publishable key of the end user's workloads on PostgreSQL (end-user.ts). */
   appKey?: string;
   webhooks?: { database: string; url?: string; key?: string };
+  /** idle-server-postgres's database, made empty beside the run's. */
+  idle?: { database: string; url: string };
 } = {};
 /**
  * The end user's workloads on SQLite (end-user.ts): the publishable key of the seeded file, and the user's
@@ -320,12 +341,13 @@ const benchDir = join(repoRoot, 'bench');
 const cleanUp = async () => {
   await stopAll(settings.stopGraceMs);
   rmSync(work, { recursive: true, force: true });
-  for (const database of [postgres.database, postgres.webhooks?.database]) {
+  for (const database of [postgres.database, postgres.webhooks?.database, postgres.idle?.database]) {
     if (!database) continue;
     await dropDatabase(database).catch((error) => process.stderr.write(`bench: could not drop database ${database}: ${error.message}\n`));
   }
   postgres.database = undefined;
   postgres.webhooks = undefined;
+  postgres.idle = undefined;
 };
 stopOnSignals(cleanUp);
 
@@ -359,6 +381,7 @@ async function main(): Promise<void> {
     files.webhooks,
     files.idle,
     files.idleStreams,
+    files.idleLongPolls,
     files.changes,
   ]) {
     copyDatabase(files.rowbase, copy);
@@ -448,7 +471,12 @@ async function main(): Promise<void> {
         const [server, serverKey] = webhooksOf(workload);
         measurement = { workload, round, ...(await measureWebhooks(server, serverKey, settings, workload)) };
       } else if (idleWorkloads[workload]) measurement = await measureIdleSockets(workload, round, key, watched, serverPeakRssKb);
-      else measurement = await measure(workload, round, servers, key);
+      else if (idleServerWorkloads[workload]) {
+        const onPostgres = idleServerWorkloads[workload] === 'postgres';
+        const { measured, peakRssKb } = await measureIdleServer(onPostgres ? postgres.idle!.url : `sqlite:${files.idleServer}`, settings);
+        serverPeakRssKb[`rowbase-${workload}`] = peakRssKb;
+        measurement = { workload, round, measured, peakRssKb };
+      } else measurement = await measure(workload, round, servers, key);
       measurement.host = host.done(measurement.measured.windowUs);
       report(measurement);
       measurements.push({ ...measurement, ratioTo });
@@ -473,6 +501,7 @@ async function main(): Promise<void> {
       ...cascadeTargets(summaries),
       ...declarationTargets(summaries),
       ...expiryTargets(summaries),
+      ...idleServerTargets(summaries, settings),
     ])
       say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
@@ -774,6 +803,11 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started; webho
   }
   const database = `rowbase_bench_${process.pid}_${Date.now()}`;
   const hooked = measuresWebhooks(true);
+  const urlOf = (name: string) => {
+    const url = new URL(settings.postgresUrl);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
   try {
     await admin.query(`create database ${database} encoding 'UTF8' template template0`);
     postgres.database = database; // dropped by cleanUp, whatever happens next
@@ -781,14 +815,13 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started; webho
       await admin.query(`create database ${database}_webhooks encoding 'UTF8' template template0`);
       postgres.webhooks = { database: `${database}_webhooks` };
     }
+    if (measures('idle-server-postgres')) {
+      await admin.query(`create database ${database}_idle encoding 'UTF8' template template0`);
+      postgres.idle = { database: `${database}_idle`, url: urlOf(`${database}_idle`) };
+    }
   } finally {
     await admin.end();
   }
-  const urlOf = (name: string) => {
-    const url = new URL(settings.postgresUrl);
-    url.pathname = `/${name}`;
-    return url.toString();
-  };
   postgres.url = urlOf(database);
   postgres.key = await createKey(postgres.url);
   const rowbase = await serveRowbase(postgres.url, 'on', [], {}, aggregateTimeout);
@@ -925,9 +958,8 @@ async function measureIdleSockets(
   watched: Record<string, Started>,
   serverPeakRssKb: Record<string, number>,
 ): Promise<Omit<Measurement, 'ratioTo'>> {
-  const file = workload === 'idle-streams' ? files.idleStreams : files.idle;
-  const server = await serveRowbase(`sqlite:${file}`, 'on', [], { openFiles: settings.idleSubscribers + 1024 });
-  const name = workload === 'idle-streams' ? 'rowbase-idle-streams' : 'rowbase-idle';
+  const server = await serveRowbase(`sqlite:${idleFiles[workload]}`, 'on', [], { openFiles: settings.idleSubscribers + 1024 });
+  const name = workload === 'idle-sockets' ? 'rowbase-idle' : `rowbase-${workload}`;
   watched[name] = server;
   try {
     await createCollections(server.url, key, idleCollections(settings));
@@ -956,6 +988,8 @@ function report({ workload, round, measured, peakRssKb, cpu, host }: Omit<Measur
     what = `${rate.padStart(15)}  ${webhooksLine(measured)}`;
   } else if (idleWorkloads[workload] && feed) {
     what = `${feed.ready} of ${feed.subscribers} ready in ${measured.seconds.toFixed(1)} s (p50 ${milliseconds(measured.p50Ms)} ms, p99 ${milliseconds(measured.p99Ms)} ms)  RSS ${Math.round((feed.rssBeforeKb ?? Number.NaN) / 1024)} MB before, ${Math.round((feed.rssConnectedKb ?? Number.NaN) / 1024)} MB with all open`;
+  } else if (measured.idle) {
+    what = `RSS ${Math.round(measured.idle.rssKb / 1024)} MB after ${measured.idle.seconds} s of nothing, ${Math.round(measured.idle.hwmKb / 1024)} MB at its peak`;
   }
   const socketFailures = feed && Object.keys(feed.socketFailures).length ? `  sockets: ${JSON.stringify(feed.socketFailures)}` : '';
   say(

@@ -510,6 +510,15 @@ export const expiryWorkloads: Record<string, ServerName> = {
   'expiry-postgres': 'rowbase-postgres',
 };
 
+/**
+ * Issue 63's idle server (idle-server.ts), not a load: the service started on an empty database of each
+ * backend (not the seeded one: a server of its own), one collection made, then seconds of nothing.
+ */
+export const idleServerWorkloads: Record<string, 'sqlite' | 'postgres'> = {
+  'idle-server': 'sqlite',
+  'idle-server-postgres': 'postgres',
+};
+
 /** Whether the workload reads or writes the related rows (seed.ts, seedRelations): its server is seeded with them. */
 export const usesRelations = (workload: string) =>
   workload in cascadeWorkloads || workload.startsWith('list-posts') || workload.startsWith('insert-1-related');
@@ -522,4 +531,5 @@ export const needsPostgres = (workload: string) =>
   expiryWorkloads[workload] === 'rowbase-postgres' ||
   workload === 'webhook-latency-postgres' ||
   workload === 'webhook-throughput-postgres' ||
+  idleServerWorkloads[workload] === 'postgres' ||
   ['rowbase-postgres', 'rowbase-postgres-million', 'rowbase-postgres-corpus', 'postgres-read'].includes(httpWorkloads[workload]?.server);
