@@ -11,6 +11,7 @@ import { expectationFailed, noTunnel } from './errors.ts';
 import { createFeed, type Feed, type FeedOptions } from './feed/feed.ts';
 import { BodyBudget } from './http/body-budget.ts';
 import { answerClientErrors } from './http/client-errors.ts';
+import { isIdleLent } from './http/connections.ts';
 import { endUserOf } from './http/metering.ts';
 import { accessLog, type Observer } from './http/observe.ts';
 import { bindOperations } from './http/operations.ts';
@@ -116,6 +117,8 @@ export async function startServer(
   // Every open connection, so that a stop ends those that have sent nothing yet (below).
   const connections = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
+    // A connection handed back to the server (connections.ts, other-upgrades.ts) is listed already.
+    if (connections.has(socket)) return;
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
   });
@@ -127,8 +130,9 @@ export async function startServer(
       responses.endConnections();
       server.closeIdleConnections();
       // Node leaves a connection that has sent nothing (a browser's or a client pool's preconnect), which
-      // would hold the stop for its whole grace: nothing is under way on it.
-      for (const socket of connections) if (socket.bytesRead === 0) socket.destroy();
+      // would hold the stop for its whole grace, and does not see one a long poll lent and its answer left
+      // idle (connections.ts): nothing is under way on either.
+      for (const socket of connections) if (socket.bytesRead === 0 || isIdleLent(socket)) socket.destroy();
       // Feed sockets are connections of the server too: drained waits for them.
       await feed.close(graceMs);
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);

@@ -5,9 +5,9 @@ import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Context } from 'koa';
 import { type Admission, rateLimitHeaders } from '../usage/meter.ts';
+import { lendConnection, takeOverConnection } from './connections.ts';
 import type { AdmissionState } from './metering.ts';
 import { requestIdOf } from './request-id.ts';
-import { takeOverConnection } from './stream-connection.ts';
 
 /** What a handler returns (../handlers/types.ts), and every answer: the one responder writes it (respond). */
 export interface Result {
@@ -68,10 +68,15 @@ export function respond(ctx: Context & { state: AdmissionState & AnsweredState }
   ctx.state.sentBytes = writeResult(ctx.res, result, head, admission);
 }
 
-/** Starts an answer given later (Result.later), written as respond() writes any: settles as AnsweredState.answering says. */
+/**
+ * Starts an answer given later (Result.later), written as respond() writes any: settles as
+ * AnsweredState.answering says. While it waits, its connection is lent (connections.ts): no HTTP parser
+ * is held for it, as none is for a feed socket.
+ */
 function answerLater(response: ServerResponse, later: LaterAnswer, head: boolean, admission: Admission | undefined): Promise<number> {
   return new Promise((resolve) => {
     response.once('close', () => resolve(0));
+    lendConnection(response);
     later.start(response, (result) => resolve(writeResult(response, result, head, admission)));
   });
 }
@@ -89,7 +94,7 @@ export function writeResult(response: ServerResponse, result: Result, head = fal
   headers.push('X-Request-Id', requestIdOf(response.req));
   if (result.headers) for (const name in result.headers) headers.push(name, result.headers[name]);
   if (result.stream) {
-    // A stream is its connection's last answer: the connection, taken over, ends with it (stream-connection.ts).
+    // A stream is its connection's last answer: the connection, taken over, ends with it (connections.ts).
     headers.push('Content-Type', result.contentType as string, 'Connection', 'close');
     response.writeHead(result.status, headers);
     if (head) {

@@ -2,12 +2,15 @@
 // over plain HTTP"): the whole log paged equals what a feed socket gets, pages are cached but the last,
 // a long poll is woken by a change (on another instance too, on PostgreSQL), pruned history is 410, and
 // bad input is refused.
+import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import { EventStream, eventually, type ChangesPage as Page } from '../support/changes.ts';
 import { Client } from '../support/client.ts';
+import { checkResponse } from '../support/contract.ts';
 import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { FeedClient, type FeedMessage, range, seqs } from '../support/feed.ts';
+import { head, RawConnection } from '../support/raw.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const changesOf = (collection: string, query: Record<string, string | number> = {}) =>
@@ -376,6 +379,49 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       expect(inserts, 'its kinds alone').to.deep.equal(all.filter((message) => message.type === 'insert'));
     });
 
+    it('holds no HTTP parser while it waits, as a feed socket holds none; its connection then serves what was sent behind it and after it, and a client gone gives its place back', async () => {
+      await client.post('/v1/collections', { name: 'lent' });
+      // The server's end of each connection, by the client's port.
+      const ends = new Map<number, Socket & { parser?: unknown }>();
+      const noted = (socket: Socket) => ends.set(socket.remotePort as number, socket);
+      server.server.on('connection', noted);
+      const connection = await RawConnection.open(server.url);
+      const get = (path: string) => head(`GET ${path} HTTP/1.1`, { Host: 'localhost', Authorization: `Bearer ${client.key}` });
+      const read = async (path: string) => {
+        const response = await connection.next();
+        checkResponse({ method: 'GET', path: path.split('?')[0], ...response });
+        return { status: response.status, body: JSON.parse(response.text) };
+      };
+      try {
+        const before = server.feed.waitingPolls;
+        const poll = changesOf('lent', { wait: 30 });
+        connection.send(get(poll));
+        await eventually(() => server.feed.waitingPolls > before, 'the poll to wait');
+        const end = ends.get(connection.localPort);
+        expect(end?.parser, 'its parser given back while it waits').to.equal(null);
+        // A request sent behind the waiting poll (pipelined) is read once the poll has its answer.
+        const rows = '/v1/collections/lent/rows?limit=10';
+        connection.send(get(rows));
+        expect((await client.post('/v1/collections/lent/rows', [{ n: 1 }])).status).to.equal(201);
+        const answered = await read(poll);
+        expect(answered.status).to.equal(200);
+        expect(answered.body.changes.map((message: FeedMessage) => 'row' in message && message.row)).to.deep.equal([{ id: 1, n: 1 }]);
+        expect(await read(rows)).to.deep.equal({ status: 200, body: [{ id: 1, n: 1 }] });
+        // The same connection, the server's again, serves the next requests: another waiting poll among them.
+        connection.send(get(rows));
+        expect((await read(rows)).status).to.equal(200);
+        const next = changesOf('lent', { since: 1, wait: 30 });
+        connection.send(get(next));
+        await eventually(() => server.feed.waitingPolls > before, 'the next poll to wait');
+        expect(end?.parser, 'lent again').to.equal(null);
+        connection.close();
+        await eventually(() => server.feed.waitingPolls === before, 'the poll of the client gone to give its place back');
+      } finally {
+        server.server.off('connection', noted);
+        connection.close();
+      }
+    });
+
     it('answers 404 once its collection is deleted while it waits', async () => {
       await client.post('/v1/collections', { name: 'doomed' });
       const before = server.feed.waitingPolls;
@@ -399,6 +445,32 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       expect(page.status).to.equal(200);
       expect(page.body).to.deep.equal({ changes: [], next_since: 0, caught_up: true });
       expect(Date.now() - stoppedAt, 'long before its 60 s').to.be.below(10_000);
+    });
+  });
+
+  describe('a connection a long poll has answered, idle', () => {
+    it('is ended by a server that stops, at once', async () => {
+      const closing = await startTestServer({}, { backend });
+      const owner = await closing.client();
+      await owner.post('/v1/collections', { name: 'notes' });
+      const connection = await RawConnection.open(closing.url);
+      try {
+        const poll = changesOf('notes', { wait: 30 });
+        connection.send(head(`GET ${poll} HTTP/1.1`, { Host: 'localhost', Authorization: `Bearer ${owner.key}` }));
+        await eventually(() => closing.feed.waitingPolls === 1, 'the poll to wait');
+        expect((await owner.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
+        const answer = await connection.next();
+        checkResponse({ method: 'GET', path: poll.split('?')[0], ...answer });
+        expect(answer.status).to.equal(200);
+        expect(answer.headers.get('connection')).to.equal('keep-alive');
+        const stoppedAt = Date.now();
+        await closing.stop();
+        await connection.closed;
+        // Not its keep-alive timeout (60 s here), nor the stop's grace (10 s).
+        expect(Date.now() - stoppedAt).to.be.below(5_000);
+      } finally {
+        connection.close();
+      }
     });
   });
 

@@ -2,7 +2,7 @@
 // send (a target no URL parser reads, two Authorization lines, broken framing, Upgrade headers of other
 // protocols, pipelined requests).
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { checkProblem } from './contract.ts';
 
 export interface RawResponse {
@@ -99,6 +99,76 @@ export function rawExchange(base: string, request: string | Buffer, count = 1): 
     socket.on('close', () => fail(new Error(`the server closed the connection after ${responses.length} of ${count} responses`)));
     socket.write(request);
   });
+}
+
+/**
+ * One connection held open: requests written when the test says, responses read in order as they come
+ * (each to its Content-Length or its last chunk), as a keep-alive client that may pipeline sees them.
+ */
+export class RawConnection {
+  private buffered = Buffer.alloc(0);
+  private readonly responses: ExchangedResponse[] = [];
+  private waiting?: () => void;
+  private ended = false;
+  /** Settles once the server has closed the connection (or it failed). */
+  readonly closed: Promise<void>;
+
+  private constructor(private readonly socket: Socket) {
+    socket.on('data', (chunk: Buffer) => {
+      this.buffered = Buffer.concat([this.buffered, chunk]);
+      for (let parsed = parseExchanged(this.buffered); parsed; parsed = parseExchanged(this.buffered)) {
+        this.responses.push(parsed.response);
+        this.buffered = this.buffered.subarray(parsed.length);
+      }
+      this.waiting?.();
+    });
+    this.closed = new Promise((resolve) => {
+      socket.once('close', () => {
+        this.ended = true;
+        this.waiting?.();
+        resolve();
+      });
+    });
+    socket.on('error', () => {});
+  }
+
+  static async open(base: string): Promise<RawConnection> {
+    const { hostname, port } = new URL(base);
+    const socket = connect(Number(port), hostname);
+    await once(socket, 'connect');
+    return new RawConnection(socket);
+  }
+
+  /** The port this end of the connection has: the server's socket has it as its remote port. */
+  get localPort(): number {
+    return this.socket.localPort as number;
+  }
+
+  send(bytes: string): void {
+    this.socket.write(bytes);
+  }
+
+  /** The next response not yet read; rejects if none whole comes within DEADLINE_MS or the connection closes first. */
+  async next(): Promise<ExchangedResponse> {
+    const deadline = Date.now() + DEADLINE_MS;
+    while (this.responses.length === 0) {
+      if (this.ended) throw new Error('the server closed the connection before the response');
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no response within ${DEADLINE_MS} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiting = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    return this.responses.shift() as ExchangedResponse;
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
 }
 
 /** The first whole response in `data` and how many bytes it takes, or undefined while it is incomplete. */
