@@ -422,6 +422,24 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       }
     });
 
+    it('ends its connection when its client sends more than 64 KiB while it waits, giving its place back', async () => {
+      await client.post('/v1/collections', { name: 'flooded' });
+      const connection = await RawConnection.open(server.url);
+      try {
+        const before = server.feed.waitingPolls;
+        const poll = changesOf('flooded', { wait: 30 });
+        connection.send(head(`GET ${poll} HTTP/1.1`, { Host: 'localhost', Authorization: `Bearer ${client.key}` }));
+        await eventually(() => server.feed.waitingPolls > before, 'the poll to wait');
+        connection.send(
+          head('POST /v1/collections/flooded/rows HTTP/1.1', { Host: 'localhost', 'Content-Length': '70000' }) + 'x'.repeat(70_000),
+        );
+        await connection.closed;
+        await eventually(() => server.feed.waitingPolls === before, 'the poll to give its place back');
+      } finally {
+        connection.close();
+      }
+    });
+
     it('answers 404 once its collection is deleted while it waits', async () => {
       await client.post('/v1/collections', { name: 'doomed' });
       const before = server.feed.waitingPolls;
