@@ -685,7 +685,7 @@ export function judgeTargets(
     ...cascadeTargets(summaries),
     ...declarationTargets(summaries),
     ...expiryTargets(summaries),
-    ...idleServerTargets(summaries, settings),
+    ...idleServerTargets(summaries),
   );
   const idle = of('idle-sockets');
   if (idle?.feed && settings.idleSubscribers >= idleTargetSockets) {
@@ -865,13 +865,13 @@ export function changesTargets(summaries: Summary[], settings: Settings): Result
  * Issue 63's on each backend: the service started, with one collection and `idleServerSeconds` of nothing,
  * at most 100 MB resident. A run that idles it for less (--quick) reports without judging.
  */
-export function idleServerTargets(summaries: Summary[], settings: Settings): Results['targets'] {
+export function idleServerTargets(summaries: Summary[]): Results['targets'] {
   return summaries.flatMap(({ workload, idle }) => {
     if (idleServerWorkloads[workload] === undefined || !idle || idle.seconds < idleServerTargetSeconds) return [];
     return [
       {
         name: workload,
-        target: `RSS ≤ ${idleServerRssLimitMb} MB after ${settings.idleServerSeconds} s of nothing`,
+        target: `RSS ≤ ${idleServerRssLimitMb} MB after ${idleServerTargetSeconds} s of nothing`,
         value: `${megabytes(idle.rssKb)} MB (VmHWM ${megabytes(idle.hwmKb)} MB)`,
         met: idle.rssKb / 1024 <= idleServerRssLimitMb,
       },

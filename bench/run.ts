@@ -501,7 +501,7 @@ async function main(): Promise<void> {
       ...cascadeTargets(summaries),
       ...declarationTargets(summaries),
       ...expiryTargets(summaries),
-      ...idleServerTargets(summaries, settings),
+      ...idleServerTargets(summaries),
     ])
       say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);

@@ -178,9 +178,9 @@ const full: Settings = {
 
 /**
  * Shorter warm-ups and measurements, one round, no profiles, a quarter of idle-sockets' subscribers
- * (opening 10,000 takes some 15 s here) and 5 s of the idle server's nothing: their memory is then reported,
- * not judged against the targets for 10,000 and for 30 s. Half a second of warm-up is some thousands of requests at 64 connections; with a second's,
- * the run took 123 s, past its two minutes.
+ * (opening 10,000 takes some 15 s here) and 5 s of the idle server's nothing: their memory is then
+ * reported, not judged against the targets for 10,000 and for 30 s. Half a second of warm-up is some
+ * thousands of requests at 64 connections; with a second's, the run took 123 s, past its two minutes.
  */
 const quick: Settings = {
   ...full,

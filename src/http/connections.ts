@@ -103,7 +103,6 @@ export const isIdleLent = (socket: Socket): boolean => (socket as ServerSocket)[
 
 /** Hands a lent connection back to its server, with what its client has sent since it was lent. */
 function giveBack(socket: ServerSocket, held: Buffer[], hold: (chunk: Buffer) => void): void {
-  const { server } = socket;
   delete socket[IDLE];
   socket.removeListener('data', hold);
   socket.removeListener('end', dropAtEnd);
@@ -111,12 +110,21 @@ function giveBack(socket: ServerSocket, held: Buffer[], hold: (chunk: Buffer) =>
     const listener = socket.listeners(event).find((each) => each.name === name);
     if (listener) socket.removeListener(event, listener as () => void);
   }
+  // Node's server set `server` on the connection when it first took it.
+  handBack(socket.server as Server, socket, Buffer.concat(held));
+}
+
+/**
+ * Hands `socket` to `server` as a new connection, the way `net.Server`'s 'connection' event lets a caller
+ * inject one, with `bytes` (what its client sent that no parser read) read first by the server's new parser.
+ */
+export function handBack(server: Server, socket: Socket, bytes: Buffer): void {
   // What resetSocketTimeout does for each request: no keep-alive timeout left from the answer before.
-  socket.setTimeout(server?.timeout ?? 0);
+  socket.setTimeout(server.timeout);
   // Paused until the server's listeners are on: the bytes put back wait for them.
   socket.pause();
-  server?.emit('connection', socket);
-  socket.unshift(Buffer.concat(held));
+  server.emit('connection', socket);
+  socket.unshift(bytes);
   socket.resume();
 }
 

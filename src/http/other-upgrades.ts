@@ -12,6 +12,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { handBack } from './connections.ts';
 
 /** Whether `request` asks for a WebSocket: `websocket` is among the protocols its Upgrade header lists (RFC 9110 §7.8). */
 export function wantsWebSocket(request: IncomingMessage): boolean {
@@ -31,10 +32,7 @@ export function serveWithoutUpgrade(server: Server, request: IncomingMessage, so
   whenIdle(socket, () => {
     // The connection ended with the response before it (`Connection: close`), or the client went away.
     if (socket.destroyed || !socket.writable) return;
-    // What resetSocketTimeout does for each request: no keep-alive timeout left from the response before.
-    (socket as Socket).setTimeout(server.timeout);
-    socket.unshift(again);
-    server.emit('connection', socket);
+    handBack(server, socket as Socket, again);
   });
 }
 
